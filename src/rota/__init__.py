@@ -1,0 +1,54 @@
+"""rota: durable background jobs for Python, with SQLite or PostgreSQL as the queue."""
+
+from rota.app import App
+from rota.context import Context
+from rota.errors import (
+    ArgumentsError,
+    ConfigurationError,
+    DatabaseUnavailableError,
+    Discard,
+    InvalidTransitionError,
+    JobNotFoundError,
+    PayloadError,
+    Retry,
+    RotaError,
+    SchemaError,
+    Snooze,
+    TaskDefinitionError,
+    TaskTimeoutError,
+    UnknownTaskError,
+)
+from rota.job import Attempt, Job, JobState, Outcome
+from rota.retry import Backoff
+from rota.task import Task
+from rota.worker import Worker, WorkerSettings
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "App",
+    "ArgumentsError",
+    "Attempt",
+    "Backoff",
+    "ConfigurationError",
+    "Context",
+    "DatabaseUnavailableError",
+    "Discard",
+    "InvalidTransitionError",
+    "Job",
+    "JobNotFoundError",
+    "JobState",
+    "Outcome",
+    "PayloadError",
+    "Retry",
+    "RotaError",
+    "SchemaError",
+    "Snooze",
+    "Task",
+    "TaskDefinitionError",
+    "TaskTimeoutError",
+    "UnknownTaskError",
+    "Worker",
+    "WorkerSettings",
+    "__version__",
+]

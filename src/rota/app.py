@@ -1,0 +1,234 @@
+"""App: settings, the task registry and the enqueue/inspect API; it wires the driver
+that every other part (worker, CLI, maintenance) reads and writes through."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, ParamSpec, TypeVar, overload
+
+from rota.drivers import Driver, open_driver
+from rota.drivers.base import JobFilter, JobInsert, QueueReport
+from rota.drivers.url import parse as parse_url
+from rota.errors import (
+    ArgumentsError,
+    SchemaError,
+    TaskDefinitionError,
+    UnknownTaskError,
+)
+from rota.job import Job, JobState
+from rota.payload import DEFAULT_MAX_PAYLOAD_BYTES
+from rota.retry import Backoff
+from rota.task import Task, TaskPolicy, check_queue_name
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class App:
+    """One rota application: a database and the tasks that run against it.
+
+    `url` is `sqlite:///path.db` or `postgresql://...`; by default $ROTA_DATABASE_URL.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        pool_size: int = 4,
+    ) -> None:
+        self.url = parse_url(url if url is not None else os.environ.get("ROTA_DATABASE_URL", ""))
+        if not isinstance(max_payload_bytes, int) or max_payload_bytes < 1:
+            raise TaskDefinitionError("max_payload_bytes must be a positive integer")
+        self.max_payload_bytes = max_payload_bytes
+        self.pool_size = pool_size
+        self.tasks: dict[str, Task[Any, Any]] = {}
+        self._driver: Driver | None = None
+        # Set by rota.testing.inline(): enqueue runs the task at once, in-process.
+        self._inline_runner: Callable[[list[Job]], None] | None = None
+
+    def __repr__(self) -> str:
+        return f"<rota.App {self.url.redacted()} tasks={len(self.tasks)}>"
+
+    @property
+    def driver(self) -> Driver:
+        if self._driver is None:
+            self._driver = open_driver(self.url.raw, pool_size=self.pool_size)
+        return self._driver
+
+    def close(self) -> None:
+        if self._driver is not None:
+            self._driver.close()
+            self._driver = None
+
+    def __enter__(self) -> App:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- tasks --------------------------------------------------------------------------
+
+    @overload
+    def task(self, func: Callable[P, R], /) -> Task[P, R]: ...
+
+    @overload
+    def task(
+        self,
+        *,
+        name: str | None = None,
+        queue: str = "default",
+        priority: int = 0,
+        max_attempts: int = 20,
+        backoff: Backoff | None = None,
+        timeout: float | None = None,
+        permanent: Sequence[type[BaseException]] = (),
+    ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
+
+    def task(
+        self,
+        func: Callable[..., Any] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        queue: str = "default",
+        priority: int = 0,
+        max_attempts: int = 20,
+        backoff: Backoff | None = None,
+        timeout: float | None = None,
+        permanent: Sequence[type[BaseException]] = (),
+    ) -> Any:
+        """Register a task: `@app.task` or `@app.task(queue="tickets", max_attempts=5)`."""
+        policy = TaskPolicy(
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            backoff=backoff or Backoff(),
+            timeout=timeout,
+            permanent=tuple(permanent),
+        )
+
+        def register(fn: Callable[..., Any]) -> Task[Any, Any]:
+            if not callable(fn):
+                raise TaskDefinitionError(f"@app.task decorates a function, not {fn!r}")
+            task_name = name or _default_name(fn)
+            if task_name in self.tasks and self.tasks[task_name].func is not fn:
+                raise TaskDefinitionError(f"a task named {task_name!r} is already registered")
+            task: Task[Any, Any] = Task(self, fn, task_name, policy)
+            self.tasks[task_name] = task
+            return task
+
+        return register(func) if func is not None else register
+
+    def get_task(self, name: str) -> Task[Any, Any]:
+        try:
+            return self.tasks[name]
+        except KeyError:
+            known = ", ".join(sorted(self.tasks)) or "none registered"
+            close = [t for t in self.tasks if t.rsplit(".", 1)[-1] == name.rsplit(".", 1)[-1]]
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise UnknownTaskError(f"unknown task {name!r}.{hint} Known tasks: {known}") from None
+
+    # --- enqueue ------------------------------------------------------------------------
+
+    def enqueue(self, task_name: str, args: dict[str, Any] | None = None, **options: Any) -> Job:
+        """Enqueue by task name (what the CLI and HTTP API use)."""
+        if args is not None and not isinstance(args, dict):
+            raise ArgumentsError(f"args must be a JSON object (a dict), not {type(args).__name__}")
+        return self.get_task(task_name).enqueue(**options, **(args or {}))
+
+    def _insert(
+        self, rows: list[JobInsert], *, conn: Any, tasks: list[Task[Any, Any]]
+    ) -> list[Job]:
+        jobs = self.driver.job_insert_many(rows, conn=conn)
+        if self._inline_runner is not None:
+            self._inline_runner(jobs)
+        return jobs
+
+    # --- inspect and act ----------------------------------------------------------------
+
+    def get_job(self, job_id: int) -> Job | None:
+        return self.driver.job_get(job_id)
+
+    def list_jobs(
+        self,
+        *,
+        state: JobState | str | Sequence[JobState | str] | None = None,
+        queue: str | None = None,
+        task: str | None = None,
+        limit: int = 50,
+        before_id: int | None = None,
+    ) -> list[Job]:
+        if state is None:
+            states: tuple[JobState, ...] = ()
+        elif isinstance(state, str):
+            states = (_state(state),)
+        else:
+            states = tuple(_state(s) for s in state)
+        if not 1 <= limit <= 10_000:
+            raise ArgumentsError("limit must be from 1 to 10000")
+        return self.driver.job_list(
+            JobFilter(states=states, queue=queue, task=task, limit=limit, before_id=before_id)
+        )
+
+    def cancel_job(self, job_id: int) -> Job:
+        """Cancel a waiting job; ask a running one to stop (it sees `ctx.cancelled`)."""
+        return self.driver.job_cancel(job_id)
+
+    def retry_job(self, job_id: int) -> Job:
+        """Run a finished, discarded or waiting job again now."""
+        return self.driver.job_retry(job_id)
+
+    def list_queues(self) -> list[QueueReport]:
+        return self.driver.queue_list()
+
+    def pause_queue(self, name: str) -> None:
+        check_queue_name(name, ArgumentsError)
+        self.driver.queue_set_paused(name, True)
+
+    def resume_queue(self, name: str) -> None:
+        check_queue_name(name, ArgumentsError)
+        self.driver.queue_set_paused(name, False)
+
+    # --- schema -------------------------------------------------------------------------
+
+    def migrate(self) -> list[int]:
+        """Apply pending migrations (idempotent; concurrent runs are serialised)."""
+        return self.driver.schema_migrate()
+
+    def schema_version(self) -> int:
+        return self.driver.schema_version()
+
+    def check_schema(self) -> None:
+        """Raise SchemaError, naming the fix, unless the schema is exactly current."""
+        current = self.driver.schema_version()
+        latest = self.driver.latest_schema_version
+        if current < latest:
+            raise SchemaError(
+                f"the database schema is at version {current} but this rota needs {latest}: "
+                "run `rota migrate`"
+            )
+        if current > latest:
+            raise SchemaError(
+                f"the database schema is at version {current}, newer than this rota knows "
+                f"({latest}): upgrade rota on this worker"
+            )
+
+
+def _state(value: JobState | str) -> JobState:
+    try:
+        return JobState(value)
+    except ValueError:
+        known = ", ".join(s.value for s in JobState)
+        raise ArgumentsError(f"unknown job state {value!r}; known: {known}") from None
+
+
+def _default_name(fn: Callable[..., Any]) -> str:
+    module = getattr(fn, "__module__", None) or "task"
+    if module == "__main__":
+        # `python -m pkg.mod` and a worker importing pkg.mod must agree on the name.
+        spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+        module = spec.name if spec is not None else module
+    return f"{module}.{getattr(fn, '__qualname__', repr(fn))}"

@@ -1,0 +1,382 @@
+"""PostgreSQL driver: psycopg 3 with a connection pool, `FOR UPDATE SKIP LOCKED`
+claims, array-parameter batch writes and LISTEN/NOTIFY wake-ups."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+import psycopg_pool
+from psycopg.rows import dict_row
+
+from rota.drivers import queries
+from rota.drivers.base import (
+    Completion,
+    JobFilter,
+    JobInsert,
+    LeaseRenewal,
+    QueueReport,
+    RescueReport,
+    WakeFunc,
+)
+from rota.drivers.url import DatabaseURL
+from rota.errors import (
+    ConfigurationError,
+    DatabaseUnavailableError,
+    InvalidTransitionError,
+    JobNotFoundError,
+    SchemaError,
+)
+from rota.job import Attempt, Job, JobState, Outcome
+
+_Q = queries.load("postgres")
+_MIGRATIONS = queries.migrations("postgres")
+log = logging.getLogger("rota.postgres")
+
+JOBS_CHANNEL = "rota_jobs"
+CONTROL_CHANNEL = "rota_control"
+
+
+def _parse_ts(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(value)
+
+
+def _attempt(entry: dict[str, Any]) -> Attempt:
+    return Attempt(
+        attempt=int(entry.get("attempt") or 0),
+        worker=entry.get("worker"),
+        started_at=_parse_ts(entry.get("started_at")),
+        finished_at=_parse_ts(entry.get("finished_at")),
+        outcome=Outcome(entry.get("outcome", "failed")),
+        error_type=entry.get("error_type"),
+        message=entry.get("message"),
+        traceback=entry.get("traceback"),
+    )
+
+
+def job_from_row(row: dict[str, Any], *, created: bool = True) -> Job:
+    token = row["lease_token"]
+    return Job(
+        id=row["id"],
+        task=row["task"],
+        queue=row["queue"],
+        args=row["args"],
+        state=JobState(row["state"]),
+        priority=row["priority"],
+        attempt=row["attempt"],
+        max_attempts=row["max_attempts"],
+        run_at=row["run_at"],
+        created_at=row["created_at"],
+        attempted_at=row["attempted_at"],
+        finished_at=row["finished_at"],
+        key=row["key"],
+        worker=row["worker"],
+        lease_token=None if token is None else str(token),
+        lease_expires_at=row["lease_expires_at"],
+        cancel_requested=row["cancel_requested"],
+        result=row["result"],
+        history=tuple(_attempt(e) for e in row["history"]),
+        created=created,
+    )
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    if value is not None and value.tzinfo is None:
+        raise ConfigurationError("pass a timezone-aware datetime (e.g. datetime.now(UTC))")
+    return value
+
+
+class PostgresDriver:
+    dialect = "postgres"
+    latest_schema_version = len(_MIGRATIONS)
+
+    def __init__(self, url: DatabaseURL, *, pool_size: int = 4) -> None:
+        self.url = url
+        self._conninfo = url.raw
+        self._pool = psycopg_pool.ConnectionPool(
+            self._conninfo,
+            min_size=1,
+            max_size=max(1, pool_size),
+            open=False,
+            timeout=10.0,
+            reconnect_timeout=86400.0,  # keep trying: a database that is down comes back
+            kwargs={"autocommit": False, "row_factory": dict_row},
+            name="rota",
+        )
+        self._opened = False
+        self._closed = False
+
+    # --- connections ------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _conn(self) -> Iterator[psycopg.Connection[Any]]:
+        if self._closed:
+            raise DatabaseUnavailableError("the driver is closed")
+        if not self._opened:
+            self._pool.open(wait=False)
+            self._opened = True
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except psycopg_pool.PoolTimeout as exc:
+            raise DatabaseUnavailableError(
+                f"PostgreSQL at {self.url.redacted()} is unreachable: {exc}"
+            ) from None
+        except psycopg.errors.UndefinedTable as exc:
+            raise SchemaError(
+                f"{exc.diag.message_primary}: the database has no rota schema; run `rota migrate`"
+            ) from None
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailableError(f"PostgreSQL error: {exc}") from exc
+
+    @contextlib.contextmanager
+    def _tx(self, conn: Any = None) -> Iterator[psycopg.Cursor[dict[str, Any]]]:
+        if conn is not None:
+            if not isinstance(conn, psycopg.Connection):
+                raise ConfigurationError(
+                    f"conn= must be a psycopg.Connection for a PostgreSQL app, "
+                    f"not {type(conn).__name__}"
+                )
+            # The caller's transaction: join it, and let the caller commit or roll back.
+            with conn.cursor(row_factory=dict_row) as cur:
+                yield cur
+            return
+        with self._conn() as own, own.cursor() as cur:
+            yield cur
+
+    def _rows(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        with self._tx() as cur:
+            cur.execute(_Q[name], params or {})
+            return cur.fetchall() if cur.description else []
+
+    def close(self) -> None:
+        self._closed = True
+        if self._opened:
+            self._pool.close()
+
+    # --- schema -------------------------------------------------------------------------
+
+    def schema_version(self) -> int:
+        with self._tx() as cur:
+            cur.execute(_Q["schema_has_table"])
+            row = cur.fetchone()
+            if not row or not next(iter(row.values())):
+                return 0
+            cur.execute(_Q["schema_version"])
+            row = cur.fetchone()
+            return int(next(iter(row.values()))) if row else 0
+
+    def schema_migrate(self) -> list[int]:
+        applied: list[int] = []
+        with self._tx() as cur:
+            cur.execute(_Q["schema_lock"])
+            cur.execute(_Q["schema_create_migrations"])
+            cur.execute(_Q["schema_version"])
+            row = cur.fetchone()
+            current = int(next(iter(row.values()))) if row else 0
+            if current > self.latest_schema_version:
+                raise SchemaError(
+                    f"the database schema is at version {current}, newer than this rota knows "
+                    f"({self.latest_schema_version}): upgrade rota"
+                )
+            for version, name, sql in _MIGRATIONS:
+                if version <= current:
+                    continue
+                cur.execute(sql.encode())  # a whole file: several statements
+                cur.execute(_Q["schema_record"], {"version": version, "name": name})
+                applied.append(version)
+        return applied
+
+    def db_now(self) -> datetime:
+        rows = self._rows("db_now")
+        value = next(iter(rows[0].values()))
+        assert isinstance(value, datetime)
+        return value
+
+    # --- jobs ---------------------------------------------------------------------------
+
+    def job_insert_many(self, rows: Sequence[JobInsert], conn: Any = None) -> list[Job]:
+        if not rows:
+            return []
+        params = {
+            "tasks": [r.task for r in rows],
+            "queues": [r.queue for r in rows],
+            "args": [r.args_json for r in rows],
+            "priorities": [r.priority for r in rows],
+            "max_attempts": [r.max_attempts for r in rows],
+            "keys": [r.key for r in rows],
+            "ats": [_aware(r.at) for r in rows],
+            "delays": [r.delay for r in rows],
+        }
+        result: list[Job | None] = [None] * len(rows)
+        with self._tx(conn) as cur:
+            cur.execute(_Q["job_insert_many"], params)
+            for record in cur.fetchall():
+                result[record["ord"] - 1] = job_from_row(record)
+            missing = [i for i, job in enumerate(result) if job is None]
+            if missing:
+                cur.execute(
+                    _Q["job_get_by_keys"],
+                    {
+                        "tasks": [rows[i].task for i in missing],
+                        "keys": [rows[i].key for i in missing],
+                    },
+                )
+                existing = {(r["task"], r["key"]): r for r in cur.fetchall()}
+                for i in missing:
+                    result[i] = job_from_row(existing[(rows[i].task, rows[i].key)], created=False)
+        return [job for job in result if job is not None]
+
+    def job_fetch_available(
+        self, queue: str, limit: int, worker: str, lease_seconds: float
+    ) -> list[Job]:
+        params = {"queue": queue, "limit": limit, "worker": worker, "lease": lease_seconds}
+        jobs = [job_from_row(r) for r in self._rows("job_fetch_available", params)]
+        jobs.sort(key=lambda j: (j.priority, j.run_at, j.id))
+        return jobs
+
+    def job_complete_many(self, completions: Sequence[Completion]) -> set[int]:
+        if not completions:
+            return set()
+        params = {
+            "ids": [c.job_id for c in completions],
+            "tokens": [c.lease_token for c in completions],
+            "states": [str(c.state) for c in completions],
+            "delays": [c.delay for c in completions],
+            "results": [c.result_json for c in completions],
+            "entries": [c.entry_json for c in completions],
+            "refunds": [c.refund_attempt for c in completions],
+        }
+        return {r["id"] for r in self._rows("job_complete_many", params)}
+
+    def job_lease_renew(
+        self, leases: Sequence[tuple[int, str]], lease_seconds: float
+    ) -> list[LeaseRenewal]:
+        if not leases:
+            return []
+        params = {
+            "ids": [job_id for job_id, _ in leases],
+            "tokens": [token for _, token in leases],
+            "lease": lease_seconds,
+        }
+        return [
+            LeaseRenewal(r["id"], r["lease_token"], r["cancel_requested"])
+            for r in self._rows("job_lease_renew", params)
+        ]
+
+    def job_rescue_expired(self, limit: int) -> RescueReport:
+        states = [r["state"] for r in self._rows("job_rescue_expired", {"limit": limit})]
+        return RescueReport(
+            rescued=states.count("available"),
+            discarded=states.count("discarded"),
+            cancelled=states.count("cancelled"),
+        )
+
+    def job_stage_due(self, limit: int) -> int:
+        return sum(int(r["n"]) for r in self._rows("job_stage_due", {"limit": limit}))
+
+    def job_get(self, job_id: int) -> Job | None:
+        rows = self._rows("job_get", {"id": job_id})
+        return job_from_row(rows[0]) if rows else None
+
+    def job_list(self, where: JobFilter) -> list[Job]:
+        params = {
+            "states": [str(s) for s in where.states],
+            "queue": where.queue,
+            "task": where.task,
+            "before_id": where.before_id,
+            "limit": where.limit,
+        }
+        return [job_from_row(r) for r in self._rows("job_list", params)]
+
+    def _job_change(self, name: str, job_id: int, verb: str) -> Job:
+        with self._tx() as cur:
+            cur.execute(_Q[name], {"id": job_id})
+            row = cur.fetchone()
+            if row is not None:
+                return job_from_row(row)
+            cur.execute(_Q["job_get"], {"id": job_id})
+            current = cur.fetchone()
+        if current is None:
+            raise JobNotFoundError(f"no job with id {job_id}")
+        raise InvalidTransitionError(f"job {job_id} is {current['state']}: it cannot be {verb}")
+
+    def job_cancel(self, job_id: int) -> Job:
+        return self._job_change("job_cancel", job_id, "cancelled")
+
+    def job_retry(self, job_id: int) -> Job:
+        return self._job_change("job_retry", job_id, "retried")
+
+    def job_prune_finished(self, completed_age: float, discarded_age: float, limit: int) -> int:
+        params = {"completed_age": completed_age, "discarded_age": discarded_age, "limit": limit}
+        with self._tx() as cur:
+            cur.execute(_Q["job_prune_finished"], params)
+            return cur.rowcount
+
+    # --- leadership and queues ------------------------------------------------------------
+
+    def leader_attempt_elect(self, name: str, leader: str, ttl_seconds: float) -> bool:
+        params = {"name": name, "leader": leader, "ttl": ttl_seconds}
+        return bool(self._rows("leader_attempt_elect", params))
+
+    def leader_resign(self, name: str, leader: str) -> None:
+        self._rows("leader_resign", {"name": name, "leader": leader})
+
+    def queue_list(self) -> list[QueueReport]:
+        counts: dict[str, dict[str, int]] = {}
+        for row in self._rows("queue_counts"):
+            counts.setdefault(row["queue"], {})[row["state"]] = int(row["n"])
+        oldest = {r["queue"]: float(r["age"]) for r in self._rows("queue_oldest")}
+        paused = {r["name"]: bool(r["paused"]) for r in self._rows("queue_settings")}
+        names = sorted(set(counts) | set(paused))
+        return [
+            QueueReport(n, paused.get(n, False), counts.get(n, {}), oldest.get(n)) for n in names
+        ]
+
+    def queue_set_paused(self, name: str, paused: bool) -> None:
+        self._rows("queue_set_paused", {"name": name, "paused": paused})
+
+    # --- wake-ups -------------------------------------------------------------------------
+
+    def notifier(self) -> ListenNotifier:
+        return ListenNotifier(self._conninfo)
+
+
+class ListenNotifier:
+    """LISTEN on the jobs and control channels; reconnects with backoff when the
+    connection drops (polling covers the gap, so nothing waits forever)."""
+
+    def __init__(self, conninfo: str) -> None:
+        self._conninfo = conninfo
+
+    async def run(self, wake: WakeFunc, control: Callable[[str], None]) -> None:
+        delay = 0.1
+        while True:
+            try:
+                conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+                async with conn:
+                    await conn.execute(f"LISTEN {JOBS_CHANNEL}")
+                    await conn.execute(f"LISTEN {CONTROL_CHANNEL}")
+                    delay = 0.1
+                    wake(None)  # anything inserted while we were not listening
+                    async for note in conn.notifies():
+                        if note.channel == JOBS_CHANNEL:
+                            wake(note.payload or None)
+                        else:
+                            control(note.payload)
+            except psycopg.Error as exc:
+                log.warning("LISTEN connection lost (%s); retrying in %.1fs", exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+
+__all__ = ["PostgresDriver"]

@@ -1,0 +1,165 @@
+-- name: job_insert_many
+-- Insert many jobs in one statement; ids are drawn first so results map back to input order.
+WITH input AS (
+    SELECT nextval(pg_get_serial_sequence('rota_jobs', 'id')) AS id, t.*
+    FROM unnest(%(tasks)s::text[], %(queues)s::text[], %(args)s::jsonb[], %(priorities)s::smallint[],
+                %(max_attempts)s::int[], %(keys)s::text[], %(ats)s::timestamptz[], %(delays)s::float8[])
+         WITH ORDINALITY AS t(task, queue, args, priority, max_attempts, key, at, delay, ord)
+),
+timed AS (
+    SELECT input.*, COALESCE(at, now() + make_interval(secs => COALESCE(delay, 0))) AS run_at
+    FROM input
+),
+ins AS (
+    INSERT INTO rota_jobs (id, task, queue, args, priority, max_attempts, key, run_at, state)
+    SELECT id, task, queue, args, priority, max_attempts, key, run_at,
+           CASE WHEN run_at > now() THEN 'scheduled' ELSE 'available' END
+    FROM timed ORDER BY ord
+    ON CONFLICT (task, key) WHERE key IS NOT NULL DO NOTHING
+    RETURNING *
+)
+SELECT timed.ord,
+       CASE WHEN ins.state = 'available' THEN pg_notify('rota_jobs', ins.queue) END AS notified,
+       ins.*
+FROM timed JOIN ins ON ins.id = timed.id
+
+-- name: job_get_by_keys
+-- Existing jobs for (task, key) pairs whose insert met a conflict.
+SELECT j.* FROM rota_jobs j
+JOIN unnest(%(tasks)s::text[], %(keys)s::text[]) AS k(task, key)
+  ON j.task = k.task AND j.key = k.key
+
+-- name: job_fetch_available
+-- Claim up to `limit` runnable jobs of one queue, each with a fresh lease token.
+WITH picked AS (
+    SELECT id FROM rota_jobs
+    WHERE state = 'available' AND queue = %(queue)s
+      AND NOT EXISTS (SELECT 1 FROM rota_queues q WHERE q.name = %(queue)s AND q.paused)
+    ORDER BY priority, run_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE rota_jobs AS j
+SET state = 'running',
+    attempt = j.attempt + 1,
+    attempted_at = now(),
+    worker = %(worker)s,
+    lease_token = gen_random_uuid(),
+    lease_expires_at = now() + make_interval(secs => %(lease)s)
+FROM picked
+WHERE j.id = picked.id
+RETURNING j.*
+
+-- name: job_complete_many
+-- Write attempt outcomes, each fenced by its lease token; returns the ids accepted.
+UPDATE rota_jobs AS j
+SET state = c.state,
+    run_at = CASE WHEN c.delay IS NULL THEN j.run_at
+                  ELSE now() + make_interval(secs => c.delay) END,
+    finished_at = CASE WHEN c.state IN ('completed', 'discarded', 'cancelled') THEN now() END,
+    result = c.result,
+    max_attempts = j.max_attempts + CASE WHEN c.refund THEN 1 ELSE 0 END,
+    history = j.history || jsonb_build_array(c.entry || jsonb_build_object(
+        'attempt', j.attempt, 'worker', j.worker,
+        'started_at', j.attempted_at, 'finished_at', now())),
+    lease_token = NULL,
+    lease_expires_at = NULL
+FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[], %(states)s::text[], %(delays)s::float8[],
+            %(results)s::jsonb[], %(entries)s::jsonb[], %(refunds)s::bool[])
+     AS c(id, token, state, delay, result, entry, refund)
+WHERE j.id = c.id AND j.lease_token = c.token AND j.state = 'running'
+RETURNING j.id, j.state, j.queue
+
+-- name: job_lease_renew
+-- Extend the leases a worker still holds; a missing row means the lease was lost.
+UPDATE rota_jobs AS j
+SET lease_expires_at = now() + make_interval(secs => %(lease)s)
+FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[]) AS c(id, token)
+WHERE j.id = c.id AND j.lease_token = c.token AND j.state = 'running'
+RETURNING j.id, j.lease_token::text, j.cancel_requested
+
+-- name: job_rescue_expired
+-- Return jobs whose lease expired to the queue (or dead-letter them when out of attempts).
+WITH expired AS (
+    SELECT id FROM rota_jobs
+    WHERE state = 'running' AND lease_expires_at < now()
+    ORDER BY lease_expires_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE rota_jobs AS j
+SET state = CASE WHEN j.cancel_requested THEN 'cancelled'
+                 WHEN j.attempt >= j.max_attempts THEN 'discarded'
+                 ELSE 'available' END,
+    finished_at = CASE WHEN j.cancel_requested OR j.attempt >= j.max_attempts THEN now() END,
+    history = j.history || jsonb_build_array(jsonb_build_object(
+        'attempt', j.attempt, 'worker', j.worker,
+        'started_at', j.attempted_at, 'finished_at', now(),
+        'outcome', 'lost', 'error_type', 'LeaseExpired',
+        'message', 'lease expired: worker ' || COALESCE(j.worker, '?') || ' stopped renewing it',
+        'condition', 'DisruptionTarget', 'reason', 'WorkerLost')),
+    lease_token = NULL,
+    lease_expires_at = NULL
+FROM expired
+WHERE j.id = expired.id
+RETURNING j.id, j.state, CASE WHEN j.state = 'available' THEN pg_notify('rota_jobs', j.queue) END
+
+-- name: job_stage_due
+-- Make scheduled and retryable jobs whose time has come available, and wake workers.
+WITH due AS (
+    SELECT id FROM rota_jobs
+    WHERE state IN ('scheduled', 'retryable') AND run_at <= now()
+    ORDER BY run_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+moved AS (
+    UPDATE rota_jobs AS j SET state = 'available' FROM due WHERE j.id = due.id RETURNING j.queue
+)
+SELECT count(*) AS n, pg_notify('rota_jobs', queue) FROM moved GROUP BY queue
+
+-- name: job_get
+-- One job by id.
+SELECT * FROM rota_jobs WHERE id = %(id)s
+
+-- name: job_list
+-- Jobs matching optional filters, newest first.
+SELECT * FROM rota_jobs
+WHERE (cardinality(%(states)s::text[]) = 0 OR state = ANY(%(states)s::text[]))
+  AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(task)s::text IS NULL OR task = %(task)s::text)
+  AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s::bigint)
+ORDER BY id DESC
+LIMIT %(limit)s
+
+-- name: job_cancel
+-- Cancel a waiting job now, or ask a running one to stop.
+UPDATE rota_jobs
+SET state = CASE WHEN state = 'running' THEN 'running' ELSE 'cancelled' END,
+    cancel_requested = (state = 'running'),
+    finished_at = CASE WHEN state = 'running' THEN NULL ELSE now() END
+WHERE id = %(id)s AND state IN ('scheduled', 'available', 'retryable', 'running')
+RETURNING *, pg_notify('rota_control', 'cancel:' || id)
+
+-- name: job_retry
+-- Put a finished or waiting job back in the queue now, with one more attempt if needed.
+UPDATE rota_jobs
+SET state = 'available',
+    run_at = now(),
+    finished_at = NULL,
+    cancel_requested = false,
+    max_attempts = GREATEST(max_attempts, attempt + 1)
+WHERE id = %(id)s AND state IN ('scheduled', 'retryable', 'completed', 'discarded', 'cancelled')
+RETURNING *, pg_notify('rota_jobs', queue)
+
+-- name: job_prune_finished
+-- Delete finished jobs past their retention.
+WITH old AS (
+    SELECT id FROM rota_jobs
+    WHERE (state IN ('completed', 'cancelled')
+           AND finished_at < now() - make_interval(secs => %(completed_age)s))
+       OR (state = 'discarded' AND finished_at < now() - make_interval(secs => %(discarded_age)s))
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM rota_jobs j USING old WHERE j.id = old.id

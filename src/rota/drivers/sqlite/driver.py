@@ -1,0 +1,430 @@
+"""SQLite driver: one file shared by every worker process on a host, WAL mode,
+`BEGIN IMMEDIATE` for writes, and a data_version watcher instead of LISTEN/NOTIFY."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from rota.drivers import queries
+from rota.drivers.base import (
+    Completion,
+    JobFilter,
+    JobInsert,
+    LeaseRenewal,
+    QueueReport,
+    RescueReport,
+    WakeFunc,
+)
+from rota.drivers.url import DatabaseURL
+from rota.errors import (
+    ConfigurationError,
+    DatabaseUnavailableError,
+    InvalidTransitionError,
+    JobNotFoundError,
+    SchemaError,
+)
+from rota.job import Attempt, Job, JobState, Outcome
+
+_Q = queries.load("sqlite")
+_MIGRATIONS = queries.migrations("sqlite")
+
+
+def _ts(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+def _epoch(value: datetime | None) -> float | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise ConfigurationError("pass a timezone-aware datetime (e.g. datetime.now(UTC))")
+    return value.timestamp()
+
+
+def _attempt(entry: dict[str, Any]) -> Attempt:
+    return Attempt(
+        attempt=int(entry.get("attempt") or 0),
+        worker=entry.get("worker"),
+        started_at=_ts(entry.get("started_at")),
+        finished_at=_ts(entry.get("finished_at")),
+        outcome=Outcome(entry.get("outcome", "failed")),
+        error_type=entry.get("error_type"),
+        message=entry.get("message"),
+        traceback=entry.get("traceback"),
+    )
+
+
+def job_from_row(row: sqlite3.Row, *, created: bool = True) -> Job:
+    result = row["result"]
+    return Job(
+        id=row["id"],
+        task=row["task"],
+        queue=row["queue"],
+        args=json.loads(row["args"]),
+        state=JobState(row["state"]),
+        priority=row["priority"],
+        attempt=row["attempt"],
+        max_attempts=row["max_attempts"],
+        run_at=datetime.fromtimestamp(row["run_at"], UTC),
+        created_at=datetime.fromtimestamp(row["created_at"], UTC),
+        attempted_at=_ts(row["attempted_at"]),
+        finished_at=_ts(row["finished_at"]),
+        key=row["key"],
+        worker=row["worker"],
+        lease_token=row["lease_token"],
+        lease_expires_at=_ts(row["lease_expires_at"]),
+        cancel_requested=bool(row["cancel_requested"]),
+        result=None if result is None else json.loads(result),
+        history=tuple(_attempt(e) for e in json.loads(row["history"])),
+        created=created,
+    )
+
+
+class SQLiteDriver:
+    dialect = "sqlite"
+    latest_schema_version = len(_MIGRATIONS)
+
+    def __init__(self, url: DatabaseURL) -> None:
+        self.url = url
+        self._path = url.path
+        self._synchronous = url.options.get("synchronous", "FULL").upper()
+        if self._synchronous not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+            raise ConfigurationError(f"bad synchronous={self._synchronous!r} in the SQLite URL")
+        try:
+            self._busy_ms = int(url.options.get("busy_timeout", "30000"))
+        except ValueError:
+            raise ConfigurationError(
+                "busy_timeout in the SQLite URL must be milliseconds"
+            ) from None
+        self._idle: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # --- connections ------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self._path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=self._busy_ms / 1000,
+            )
+        except sqlite3.Error as exc:
+            raise DatabaseUnavailableError(
+                f"cannot open SQLite file {self._path!r}: {exc}"
+            ) from exc
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+        with self._lock:
+            self._all.append(conn)
+        return conn
+
+    @contextlib.contextmanager
+    def _conn(self) -> Iterator[sqlite3.Connection]:
+        if self._closed:
+            raise DatabaseUnavailableError("the driver is closed")
+        try:
+            conn = self._idle.get_nowait()
+        except queue.Empty:
+            conn = self._connect()
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:  # never hand back a connection mid-transaction
+                conn.rollback()
+            self._idle.put(conn)
+
+    @contextlib.contextmanager
+    def _write(self, conn: Any = None) -> Iterator[sqlite3.Cursor]:
+        """A write transaction: BEGIN IMMEDIATE takes the write lock up front, so two
+        writers queue on busy_timeout instead of failing with SQLITE_BUSY on upgrade."""
+        if conn is not None:
+            if not isinstance(conn, sqlite3.Connection):
+                raise ConfigurationError(
+                    "conn= must be a sqlite3.Connection for a SQLite app, "
+                    f"not {type(conn).__name__}"
+                )
+            # The caller's transaction: join it, and let the caller commit or roll back.
+            cursor = conn.cursor()
+            cursor.row_factory = sqlite3.Row
+            yield cursor
+            return
+        with self._conn() as own:
+            try:
+                own.execute("BEGIN IMMEDIATE")
+                yield own.cursor()
+                own.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                if own.in_transaction:
+                    own.rollback()
+                raise _translate(exc) from exc
+            except BaseException:
+                if own.in_transaction:
+                    own.rollback()
+                raise
+
+    def _read(self, name: str, params: dict[str, Any] | None = None) -> list[sqlite3.Row]:
+        with self._conn() as conn:
+            try:
+                return list(conn.execute(_Q[name], params or {}))
+            except sqlite3.OperationalError as exc:
+                raise _translate(exc) from exc
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            for conn in self._all:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+            self._all.clear()
+
+    # --- schema -------------------------------------------------------------------------
+
+    def schema_version(self) -> int:
+        if not self._read("schema_has_table")[0][0]:
+            return 0
+        return int(self._read("schema_version")[0][0])
+
+    def schema_migrate(self) -> list[int]:
+        applied: list[int] = []
+        with self._write() as conn:
+            conn.execute(_Q["schema_create_migrations"])
+            current = int(conn.execute(_Q["schema_version"]).fetchone()[0])
+            if current > self.latest_schema_version:
+                raise SchemaError(
+                    f"the database schema is at version {current}, newer than this rota knows "
+                    f"({self.latest_schema_version}): upgrade rota"
+                )
+            for version, name, sql in _MIGRATIONS:
+                if version <= current:
+                    continue
+                for statement in _statements(sql):
+                    conn.execute(statement)
+                conn.execute(_Q["schema_record"], {"version": version, "name": name})
+                applied.append(version)
+        return applied
+
+    def db_now(self) -> datetime:
+        return datetime.fromtimestamp(self._read("db_now")[0][0], UTC)
+
+    # --- jobs ---------------------------------------------------------------------------
+
+    def job_insert_many(self, rows: Sequence[JobInsert], conn: Any = None) -> list[Job]:
+        jobs: list[Job] = []
+        with self._write(conn) as db:
+            for row in rows:
+                params = {
+                    "task": row.task,
+                    "queue": row.queue,
+                    "args": row.args_json,
+                    "priority": row.priority,
+                    "max_attempts": row.max_attempts,
+                    "key": row.key,
+                    "at": _epoch(row.at),
+                    "delay": row.delay,
+                }
+                inserted = db.execute(_Q["job_insert_many"], params).fetchone()
+                if inserted is not None:
+                    jobs.append(job_from_row(inserted))
+                    continue
+                existing = db.execute(
+                    _Q["job_get_by_keys"], {"task": row.task, "key": row.key}
+                ).fetchone()
+                jobs.append(job_from_row(existing, created=False))
+        return jobs
+
+    def job_fetch_available(
+        self, queue: str, limit: int, worker: str, lease_seconds: float
+    ) -> list[Job]:
+        params = {"queue": queue, "limit": limit, "worker": worker, "lease": lease_seconds}
+        with self._write() as db:
+            rows = db.execute(_Q["job_fetch_available"], params).fetchall()
+        jobs = [job_from_row(r) for r in rows]
+        jobs.sort(key=lambda j: (j.priority, j.run_at, j.id))
+        return jobs
+
+    def job_complete_many(self, completions: Sequence[Completion]) -> set[int]:
+        if not completions:
+            return set()
+        batch = json.dumps(
+            [
+                {
+                    "id": c.job_id,
+                    "token": c.lease_token,
+                    "state": str(c.state),
+                    "delay": c.delay,
+                    "result": c.result_json,
+                    "entry": c.entry_json,
+                    "refund": 1 if c.refund_attempt else 0,
+                }
+                for c in completions
+            ]
+        )
+        with self._write() as db:
+            rows = db.execute(_Q["job_complete_many"], {"batch": batch}).fetchall()
+        return {r[0] for r in rows}
+
+    def job_lease_renew(
+        self, leases: Sequence[tuple[int, str]], lease_seconds: float
+    ) -> list[LeaseRenewal]:
+        if not leases:
+            return []
+        params = {"leases": json.dumps(list(leases)), "lease": lease_seconds}
+        with self._write() as db:
+            rows = db.execute(_Q["job_lease_renew"], params).fetchall()
+        return [LeaseRenewal(r[0], r[1], bool(r[2])) for r in rows]
+
+    def job_rescue_expired(self, limit: int) -> RescueReport:
+        with self._write() as db:
+            rows = db.execute(_Q["job_rescue_expired"], {"limit": limit}).fetchall()
+        states = [r[1] for r in rows]
+        return RescueReport(
+            rescued=states.count("available"),
+            discarded=states.count("discarded"),
+            cancelled=states.count("cancelled"),
+        )
+
+    def job_stage_due(self, limit: int) -> int:
+        with self._write() as db:
+            return len(db.execute(_Q["job_stage_due"], {"limit": limit}).fetchall())
+
+    def job_get(self, job_id: int) -> Job | None:
+        rows = self._read("job_get", {"id": job_id})
+        return job_from_row(rows[0]) if rows else None
+
+    def job_list(self, where: JobFilter) -> list[Job]:
+        params = {
+            "states": json.dumps([str(s) for s in where.states]) if where.states else None,
+            "queue": where.queue,
+            "task": where.task,
+            "before_id": where.before_id,
+            "limit": where.limit,
+        }
+        return [job_from_row(r) for r in self._read("job_list", params)]
+
+    def _job_change(self, name: str, job_id: int, verb: str) -> Job:
+        with self._write() as db:
+            row = db.execute(_Q[name], {"id": job_id}).fetchone()
+            if row is None:
+                current = db.execute(_Q["job_get"], {"id": job_id}).fetchone()
+        if row is not None:
+            return job_from_row(row)
+        if current is None:
+            raise JobNotFoundError(f"no job with id {job_id}")
+        raise InvalidTransitionError(f"job {job_id} is {current['state']}: it cannot be {verb}")
+
+    def job_cancel(self, job_id: int) -> Job:
+        return self._job_change("job_cancel", job_id, "cancelled")
+
+    def job_retry(self, job_id: int) -> Job:
+        return self._job_change("job_retry", job_id, "retried")
+
+    def job_prune_finished(self, completed_age: float, discarded_age: float, limit: int) -> int:
+        params = {"completed_age": completed_age, "discarded_age": discarded_age, "limit": limit}
+        with self._write() as db:
+            return db.execute(_Q["job_prune_finished"], params).rowcount
+
+    # --- leadership and queues ------------------------------------------------------------
+
+    def leader_attempt_elect(self, name: str, leader: str, ttl_seconds: float) -> bool:
+        params = {"name": name, "leader": leader, "ttl": ttl_seconds}
+        with self._write() as db:
+            return db.execute(_Q["leader_attempt_elect"], params).fetchone() is not None
+
+    def leader_resign(self, name: str, leader: str) -> None:
+        with self._write() as db:
+            db.execute(_Q["leader_resign"], {"name": name, "leader": leader})
+
+    def queue_list(self) -> list[QueueReport]:
+        counts: dict[str, dict[str, int]] = {}
+        for queue_name, state, n in self._read("queue_counts"):
+            counts.setdefault(queue_name, {})[state] = n
+        oldest = {q: age for q, age in self._read("queue_oldest")}
+        paused = {name: bool(p) for name, p in self._read("queue_settings")}
+        names = sorted(set(counts) | set(paused))
+        return [
+            QueueReport(n, paused.get(n, False), counts.get(n, {}), oldest.get(n)) for n in names
+        ]
+
+    def queue_set_paused(self, name: str, paused: bool) -> None:
+        with self._write() as db:
+            db.execute(_Q["queue_set_paused"], {"name": name, "paused": paused})
+
+    # --- wake-ups -------------------------------------------------------------------------
+
+    def notifier(self) -> DataVersionNotifier:
+        return DataVersionNotifier(self._path, self._busy_ms)
+
+
+class DataVersionNotifier:
+    """Wakes workers when another connection commits to the file.
+
+    `PRAGMA data_version` changes whenever another connection commits, and costs
+    microseconds to read, so a 1 ms watch gives SQLite near-instant pick-up across
+    processes without scanning the job table.
+    """
+
+    interval = 0.001
+
+    def __init__(self, path: str, busy_ms: int) -> None:
+        self._path = path
+        self._busy_ms = busy_ms
+
+    async def run(self, wake: WakeFunc, control: Callable[[str], None]) -> None:
+        loop = asyncio.get_running_loop()
+        stop = threading.Event()
+
+        def watch() -> None:
+            conn = sqlite3.connect(self._path, timeout=self._busy_ms / 1000)
+            try:
+                last = conn.execute("PRAGMA data_version").fetchone()[0]
+                while not stop.wait(self.interval):
+                    current = conn.execute("PRAGMA data_version").fetchone()[0]
+                    if current != last:
+                        last = current
+                        loop.call_soon_threadsafe(wake, None)
+            finally:
+                conn.close()
+
+        thread = threading.Thread(target=watch, name="rota-sqlite-watch", daemon=True)
+        thread.start()
+        try:
+            await asyncio.get_running_loop().create_future()  # until cancelled
+        finally:
+            stop.set()
+
+
+def _translate(exc: sqlite3.OperationalError) -> Exception:
+    text = str(exc)
+    if "no such table" in text:
+        return SchemaError(f"{text}: the database has no rota schema; run `rota migrate`")
+    if "unable to open" in text or "disk I/O" in text:
+        return DatabaseUnavailableError(text)
+    return exc
+
+
+def _statements(sql: str) -> list[str]:
+    """Split a migration into statements (sqlite3 executes one at a time)."""
+    out, current = [], []
+    for line in sql.splitlines():
+        if line.strip().startswith("--"):
+            continue
+        current.append(line)
+        if sqlite3.complete_statement("\n".join(current)):
+            out.append("\n".join(current).strip())
+            current = []
+    if "".join(current).strip():
+        raise SchemaError("a migration ends with an incomplete statement")
+    return [s for s in out if s]

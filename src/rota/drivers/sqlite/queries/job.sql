@@ -1,0 +1,145 @@
+-- name: job_insert_many
+-- Insert one job (called once per row inside one transaction: no round trips in SQLite).
+INSERT INTO rota_jobs (task, queue, args, priority, max_attempts, key, run_at, created_at, state)
+SELECT :task, :queue, :args, :priority, :max_attempts, :key, t.run_at, t.now,
+       CASE WHEN t.run_at > t.now THEN 'scheduled' ELSE 'available' END
+FROM (SELECT COALESCE(:at, n.now + COALESCE(:delay, 0)) AS run_at, n.now
+      FROM (SELECT (julianday('now') - 2440587.5) * 86400.0 AS now) AS n) AS t
+WHERE true
+ON CONFLICT (task, key) WHERE key IS NOT NULL DO NOTHING
+RETURNING *
+
+-- name: job_get_by_keys
+-- The existing job for a (task, key) pair whose insert met a conflict.
+SELECT * FROM rota_jobs WHERE task = :task AND key = :key
+
+-- name: job_fetch_available
+-- Claim up to `limit` runnable jobs of one queue, each with a fresh lease token.
+UPDATE rota_jobs
+SET state = 'running',
+    attempt = attempt + 1,
+    attempted_at = (julianday('now') - 2440587.5) * 86400.0,
+    worker = :worker,
+    lease_token = lower(hex(randomblob(16))),
+    lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :lease
+WHERE id IN (
+    SELECT id FROM rota_jobs
+    WHERE state = 'available' AND queue = :queue
+      AND NOT EXISTS (SELECT 1 FROM rota_queues q WHERE q.name = :queue AND q.paused)
+    ORDER BY priority, run_at, id
+    LIMIT :limit
+)
+RETURNING *
+
+-- name: job_complete_many
+-- Write attempt outcomes (a JSON array), each fenced by its lease token; returns ids accepted.
+UPDATE rota_jobs
+SET state = c.state,
+    run_at = CASE WHEN c.delay IS NULL THEN rota_jobs.run_at
+                  ELSE (julianday('now') - 2440587.5) * 86400.0 + c.delay END,
+    finished_at = CASE WHEN c.state IN ('completed', 'discarded', 'cancelled')
+                       THEN (julianday('now') - 2440587.5) * 86400.0 END,
+    result = c.result,
+    max_attempts = rota_jobs.max_attempts + c.refund,
+    history = json_insert(rota_jobs.history, '$[#]', json_patch(c.entry, json_object(
+        'attempt', rota_jobs.attempt, 'worker', rota_jobs.worker,
+        'started_at', rota_jobs.attempted_at,
+        'finished_at', (julianday('now') - 2440587.5) * 86400.0))),
+    lease_token = NULL,
+    lease_expires_at = NULL
+FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.token') AS token, json_extract(value, '$.state') AS state,
+             json_extract(value, '$.delay') AS delay, json_extract(value, '$.result') AS result,
+             json_extract(value, '$.entry') AS entry, json_extract(value, '$.refund') AS refund
+      FROM json_each(:batch)) AS c
+WHERE rota_jobs.id = c.id AND rota_jobs.lease_token = c.token AND rota_jobs.state = 'running'
+RETURNING rota_jobs.id, rota_jobs.state, rota_jobs.queue
+
+-- name: job_lease_renew
+-- Extend the leases a worker still holds; a missing row means the lease was lost.
+UPDATE rota_jobs
+SET lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :lease
+FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS token FROM json_each(:leases)) AS c
+WHERE rota_jobs.id = c.id AND rota_jobs.lease_token = c.token AND rota_jobs.state = 'running'
+RETURNING rota_jobs.id, rota_jobs.lease_token, rota_jobs.cancel_requested
+
+-- name: job_rescue_expired
+-- Return jobs whose lease expired to the queue (or dead-letter them when out of attempts).
+UPDATE rota_jobs
+SET state = CASE WHEN cancel_requested THEN 'cancelled'
+                 WHEN attempt >= max_attempts THEN 'discarded'
+                 ELSE 'available' END,
+    finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts
+                       THEN (julianday('now') - 2440587.5) * 86400.0 END,
+    history = json_insert(history, '$[#]', json_object(
+        'attempt', attempt, 'worker', worker,
+        'started_at', attempted_at, 'finished_at', (julianday('now') - 2440587.5) * 86400.0,
+        'outcome', 'lost', 'error_type', 'LeaseExpired',
+        'message', 'lease expired: worker ' || COALESCE(worker, '?') || ' stopped renewing it',
+        'condition', 'DisruptionTarget', 'reason', 'WorkerLost')),
+    lease_token = NULL,
+    lease_expires_at = NULL
+WHERE id IN (
+    SELECT id FROM rota_jobs
+    WHERE state = 'running' AND lease_expires_at < (julianday('now') - 2440587.5) * 86400.0
+    ORDER BY lease_expires_at
+    LIMIT :limit
+)
+RETURNING id, state, NULL
+
+-- name: job_stage_due
+-- Make scheduled and retryable jobs whose time has come available.
+UPDATE rota_jobs SET state = 'available'
+WHERE id IN (
+    SELECT id FROM rota_jobs
+    WHERE state IN ('scheduled', 'retryable')
+      AND run_at <= (julianday('now') - 2440587.5) * 86400.0
+    ORDER BY run_at
+    LIMIT :limit
+)
+RETURNING queue
+
+-- name: job_get
+-- One job by id.
+SELECT * FROM rota_jobs WHERE id = :id
+
+-- name: job_list
+-- Jobs matching optional filters, newest first.
+SELECT * FROM rota_jobs
+WHERE (:states IS NULL OR state IN (SELECT value FROM json_each(:states)))
+  AND (:queue IS NULL OR queue = :queue)
+  AND (:task IS NULL OR task = :task)
+  AND (:before_id IS NULL OR id < :before_id)
+ORDER BY id DESC
+LIMIT :limit
+
+-- name: job_cancel
+-- Cancel a waiting job now, or ask a running one to stop.
+UPDATE rota_jobs
+SET state = CASE WHEN state = 'running' THEN 'running' ELSE 'cancelled' END,
+    cancel_requested = (state = 'running'),
+    finished_at = CASE WHEN state = 'running' THEN NULL
+                       ELSE (julianday('now') - 2440587.5) * 86400.0 END
+WHERE id = :id AND state IN ('scheduled', 'available', 'retryable', 'running')
+RETURNING *
+
+-- name: job_retry
+-- Put a finished or waiting job back in the queue now, with one more attempt if needed.
+UPDATE rota_jobs
+SET state = 'available',
+    run_at = (julianday('now') - 2440587.5) * 86400.0,
+    finished_at = NULL,
+    cancel_requested = 0,
+    max_attempts = MAX(max_attempts, attempt + 1)
+WHERE id = :id AND state IN ('scheduled', 'retryable', 'completed', 'discarded', 'cancelled')
+RETURNING *
+
+-- name: job_prune_finished
+-- Delete finished jobs past their retention.
+DELETE FROM rota_jobs WHERE id IN (
+    SELECT id FROM rota_jobs
+    WHERE (state IN ('completed', 'cancelled')
+           AND finished_at < (julianday('now') - 2440587.5) * 86400.0 - :completed_age)
+       OR (state = 'discarded'
+           AND finished_at < (julianday('now') - 2440587.5) * 86400.0 - :discarded_age)
+    LIMIT :limit
+)

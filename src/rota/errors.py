@@ -1,0 +1,80 @@
+"""The exception tree: everything rota raises derives from RotaError, and the
+control-flow signals a task raises (Retry, Discard, Snooze) live here too."""
+
+from __future__ import annotations
+
+
+class RotaError(Exception):
+    """Base class of every error rota raises."""
+
+
+class ConfigurationError(RotaError):
+    """A setting, URL or option is invalid."""
+
+
+class TaskDefinitionError(RotaError):
+    """A task was declared with an invalid policy or signature."""
+
+
+class UnknownTaskError(RotaError):
+    """A job names a task this app does not know."""
+
+
+class ArgumentsError(RotaError):
+    """Arguments do not bind to the task's signature or payload model."""
+
+
+class PayloadError(RotaError):
+    """A value is not JSON, or the encoded payload is over the size limit."""
+
+
+class SchemaError(RotaError):
+    """The database schema is missing, older or newer than this rota knows."""
+
+
+class DatabaseUnavailableError(RotaError):
+    """The database could not be reached."""
+
+
+class JobNotFoundError(RotaError):
+    """No job has the given id."""
+
+
+class InvalidTransitionError(RotaError):
+    """A job cannot move from its current state to the requested one."""
+
+
+class TaskTimeoutError(RotaError):
+    """A task ran longer than its timeout."""
+
+
+# --- control flow raised by tasks -------------------------------------------
+
+
+class Retry(Exception):
+    """Fail this attempt and retry, after `after` seconds or the task's backoff."""
+
+    def __init__(self, reason: str = "retry requested", *, after: float | None = None) -> None:
+        if after is not None and after < 0:
+            raise ValueError("Retry(after=...) must be >= 0 seconds")
+        super().__init__(reason)
+        self.reason = reason
+        self.after = after
+
+
+class Discard(Exception):
+    """Stop retrying: move the job to the dead letters with `reason`."""
+
+    def __init__(self, reason: str = "discarded by task") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Snooze(Exception):
+    """Run again after `seconds` without spending an attempt."""
+
+    def __init__(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("Snooze(seconds) must be >= 0")
+        super().__init__(f"snoozed for {seconds}s")
+        self.seconds = seconds

@@ -1,0 +1,145 @@
+"""The Job row as Python sees it, its states, and the one table of allowed transitions."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from rota.errors import InvalidTransitionError
+
+
+class JobState(enum.StrEnum):
+    SCHEDULED = "scheduled"
+    AVAILABLE = "available"
+    RUNNING = "running"
+    RETRYABLE = "retryable"
+    COMPLETED = "completed"
+    DISCARDED = "discarded"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self in FINISHED_STATES
+
+
+FINISHED_STATES = frozenset({JobState.COMPLETED, JobState.DISCARDED, JobState.CANCELLED})
+
+# Every legal move of a job. The drivers' SQL only ever performs these; the unit
+# tests walk this table so that a new query cannot invent a transition silently.
+TRANSITIONS: dict[JobState, frozenset[JobState]] = {
+    JobState.SCHEDULED: frozenset({JobState.AVAILABLE, JobState.CANCELLED}),
+    JobState.AVAILABLE: frozenset({JobState.RUNNING, JobState.CANCELLED}),
+    JobState.RUNNING: frozenset(
+        {
+            JobState.COMPLETED,
+            JobState.RETRYABLE,
+            JobState.AVAILABLE,  # lease expired or worker shutdown, retried at once
+            JobState.SCHEDULED,  # snoozed
+            JobState.DISCARDED,
+            JobState.CANCELLED,
+        }
+    ),
+    JobState.RETRYABLE: frozenset({JobState.AVAILABLE, JobState.CANCELLED}),
+    # Finished jobs may be retried by an operator (`rota jobs retry`).
+    JobState.COMPLETED: frozenset({JobState.AVAILABLE}),
+    JobState.DISCARDED: frozenset({JobState.AVAILABLE}),
+    JobState.CANCELLED: frozenset({JobState.AVAILABLE}),
+}
+
+
+def check_transition(current: JobState, target: JobState) -> None:
+    """Raise InvalidTransitionError unless `current -> target` is allowed."""
+    if target not in TRANSITIONS[current]:
+        raise InvalidTransitionError(f"a {current} job cannot become {target}")
+
+
+class Outcome(enum.StrEnum):
+    """How one attempt ended, as recorded in the job's history."""
+
+    COMPLETED = "completed"
+    FAILED = "failed"  # will be retried
+    DISCARDED = "discarded"  # attempts exhausted or permanent error
+    SNOOZED = "snoozed"
+    CANCELLED = "cancelled"
+    LOST = "lost"  # lease expired: the worker died or stalled
+    SHUTDOWN = "shutdown"  # returned to the queue by a draining worker
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One execution of a job by one worker."""
+
+    attempt: int
+    worker: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    outcome: Outcome
+    error_type: str | None = None
+    message: str | None = None
+    traceback: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "attempt": self.attempt,
+            "worker": self.worker,
+            "started_at": self.started_at.isoformat() if self.started_at else None,
+            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+            "outcome": str(self.outcome),
+            "error_type": self.error_type,
+            "message": self.message,
+            "traceback": self.traceback,
+        }
+
+
+@dataclass(frozen=True)
+class Job:
+    """A stored request to run a task with JSON arguments."""
+
+    id: int
+    task: str
+    queue: str
+    args: dict[str, Any]
+    state: JobState
+    priority: int
+    attempt: int
+    max_attempts: int
+    run_at: datetime
+    created_at: datetime
+    attempted_at: datetime | None = None
+    finished_at: datetime | None = None
+    key: str | None = None
+    worker: str | None = None
+    lease_token: str | None = None
+    lease_expires_at: datetime | None = None
+    cancel_requested: bool = False
+    result: Any = None
+    history: tuple[Attempt, ...] = field(default=())
+    # False when enqueue found an existing job with the same idempotency key.
+    created: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready view for the CLI and HTTP API (the lease token stays private)."""
+        return {
+            "id": self.id,
+            "task": self.task,
+            "queue": self.queue,
+            "args": self.args,
+            "state": str(self.state),
+            "priority": self.priority,
+            "attempt": self.attempt,
+            "max_attempts": self.max_attempts,
+            "run_at": self.run_at.isoformat(),
+            "created_at": self.created_at.isoformat(),
+            "attempted_at": self.attempted_at.isoformat() if self.attempted_at else None,
+            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+            "key": self.key,
+            "worker": self.worker,
+            "lease_expires_at": (
+                self.lease_expires_at.isoformat() if self.lease_expires_at else None
+            ),
+            "cancel_requested": self.cancel_requested,
+            "result": self.result,
+            "history": [a.to_json() for a in self.history],
+        }

@@ -1,0 +1,1 @@
+"""Maintenance services: small periodic loops that run only on the elected leader."""

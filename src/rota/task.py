@@ -1,0 +1,222 @@
+"""Task: a registered function with its policy, and the enqueue API that validates
+arguments at the door and writes jobs through the app's driver."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+
+from rota.drivers.base import JobInsert
+from rota.errors import ArgumentsError, TaskDefinitionError
+from rota.job import Job
+from rota.payload import ArgsModel, encode
+from rota.retry import Backoff
+
+if TYPE_CHECKING:
+    from rota.app import App
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+# Options enqueue() accepts beside the task's own arguments; a task may not use these names.
+ENQUEUE_OPTIONS = frozenset({"key", "at", "delay", "priority", "queue", "conn", "max_attempts"})
+PRIORITY_RANGE = range(-100, 101)
+MAX_KEY_LENGTH = 512
+
+
+@dataclass(frozen=True)
+class TaskPolicy:
+    """How jobs of a task are queued and retried."""
+
+    queue: str = "default"
+    priority: int = 0  # lower runs first
+    max_attempts: int = 20
+    backoff: Backoff = field(default_factory=Backoff)
+    timeout: float | None = None  # seconds per attempt
+    permanent: tuple[type[BaseException], ...] = ()  # errors that are never retried
+
+    def __post_init__(self) -> None:
+        check_queue_name(self.queue, TaskDefinitionError)
+        check_priority(self.priority, TaskDefinitionError)
+        check_max_attempts(self.max_attempts, TaskDefinitionError)
+        if self.timeout is not None and not (self.timeout > 0 and math.isfinite(self.timeout)):
+            raise TaskDefinitionError("timeout must be a positive number of seconds or None")
+        for exc_type in self.permanent:
+            if not (isinstance(exc_type, type) and issubclass(exc_type, BaseException)):
+                raise TaskDefinitionError(f"permanent= takes exception classes, not {exc_type!r}")
+
+
+def check_queue_name(name: object, error: type[Exception]) -> None:
+    if not isinstance(name, str) or not name or len(name) > 128 or not name.isprintable():
+        raise error(f"bad queue name {name!r}: use 1-128 printable characters")
+    if "," in name or "=" in name or name.strip() != name:
+        raise error(f"bad queue name {name!r}: ',', '=' and surrounding spaces are not allowed")
+
+
+def check_priority(priority: object, error: type[Exception]) -> None:
+    if (
+        not isinstance(priority, int)
+        or isinstance(priority, bool)
+        or priority not in PRIORITY_RANGE
+    ):
+        raise error(
+            f"priority must be an integer from -100 to 100 (lower runs first), not {priority!r}"
+        )
+
+
+def check_max_attempts(value: object, error: type[Exception]) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 10_000:
+        raise error(f"max_attempts must be an integer from 1 to 10000, not {value!r}")
+
+
+def _takes_context(func: Callable[..., Any]) -> bool:
+    params = list(inspect.signature(func).parameters.values())
+    if not params:
+        return False
+    first = params[0]
+    annotation = first.annotation
+    named = first.name in ("ctx", "context")
+    typed = annotation is not first.empty and (
+        getattr(annotation, "__name__", None) == "Context"
+        or (isinstance(annotation, str) and annotation.rsplit(".", 1)[-1] == "Context")
+    )
+    return named or typed
+
+
+class Task(Generic[P, R]):
+    """A function registered with an App. Call it directly to run it in-process;
+    `.enqueue(...)` to run it on a worker."""
+
+    def __init__(self, app: App, func: Callable[P, R], name: str, policy: TaskPolicy) -> None:
+        self.app = app
+        self.func = func
+        self.name = name
+        self.policy = policy
+        self.is_async = inspect.iscoroutinefunction(func)
+        self.takes_context = _takes_context(func)
+        self.args_model = ArgsModel(func, skip_first=self.takes_context, reserved=ENQUEUE_OPTIONS)
+        self.__doc__ = func.__doc__
+        self.__name__ = getattr(func, "__name__", name)
+
+    def __repr__(self) -> str:
+        return f"<Task {self.name} queue={self.policy.queue}>"
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.func(*args, **kwargs)
+
+    # --- enqueue ------------------------------------------------------------------------
+
+    def enqueue(
+        self,
+        *,
+        key: str | None = None,
+        at: datetime | None = None,
+        delay: float | None = None,
+        priority: int | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+        conn: Any = None,
+        **args: Any,
+    ) -> Job:
+        """Store one job. With `conn=` (a psycopg or sqlite3 connection in an open
+        transaction) the job commits or rolls back with the caller's own writes."""
+        row = self.build(
+            args,
+            key=key,
+            at=at,
+            delay=delay,
+            priority=priority,
+            queue=queue,
+            max_attempts=max_attempts,
+        )
+        return self.app._insert([row], conn=conn, tasks=[self])[0]
+
+    def enqueue_many(
+        self,
+        args_list: Iterable[Mapping[str, Any]],
+        *,
+        at: datetime | None = None,
+        delay: float | None = None,
+        priority: int | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+        conn: Any = None,
+    ) -> list[Job]:
+        """Store many jobs in one round trip; all are validated before any is written."""
+        if isinstance(args_list, Mapping | str | bytes):
+            raise ArgumentsError("enqueue_many takes a list of argument dicts")
+        rows = []
+        for i, args in enumerate(args_list):
+            if not isinstance(args, Mapping):
+                raise ArgumentsError(f"enqueue_many item {i} is {type(args).__name__}, not a dict")
+            try:
+                rows.append(
+                    self.build(
+                        dict(args),
+                        at=at,
+                        delay=delay,
+                        priority=priority,
+                        queue=queue,
+                        max_attempts=max_attempts,
+                    )
+                )
+            except ArgumentsError as exc:
+                raise ArgumentsError(f"enqueue_many item {i}: {exc}") from None
+        if not rows:
+            return []
+        return self.app._insert(rows, conn=conn, tasks=[self] * len(rows))
+
+    def build(
+        self,
+        args: dict[str, Any],
+        *,
+        key: str | None = None,
+        at: datetime | None = None,
+        delay: float | None = None,
+        priority: int | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+    ) -> JobInsert:
+        """Validate one job's arguments and options into the row the driver writes."""
+        stored = self.args_model.dump(self.name, args)
+        args_json = encode(
+            stored, what=f"arguments of {self.name}", limit=self.app.max_payload_bytes
+        )
+        if queue is not None:
+            check_queue_name(queue, ArgumentsError)
+        if priority is not None:
+            check_priority(priority, ArgumentsError)
+        if max_attempts is not None:
+            check_max_attempts(max_attempts, ArgumentsError)
+        if key is not None and (not isinstance(key, str) or not key or len(key) > MAX_KEY_LENGTH):
+            raise ArgumentsError(
+                f"key must be a non-empty string of at most {MAX_KEY_LENGTH} chars"
+            )
+        if at is not None and delay is not None:
+            raise ArgumentsError("pass at= or delay=, not both")
+        if at is not None:
+            if not isinstance(at, datetime):
+                raise ArgumentsError(f"at= must be a datetime, not {type(at).__name__}")
+            if at.tzinfo is None:
+                raise ArgumentsError("at= must be timezone-aware (e.g. datetime.now(UTC))")
+        if delay is not None and (
+            not isinstance(delay, int | float)
+            or isinstance(delay, bool)
+            or not math.isfinite(delay)
+            or delay < 0
+        ):
+            raise ArgumentsError(f"delay= must be a finite number of seconds >= 0, not {delay!r}")
+        return JobInsert(
+            task=self.name,
+            queue=queue or self.policy.queue,
+            args_json=args_json,
+            priority=self.policy.priority if priority is None else priority,
+            max_attempts=self.policy.max_attempts if max_attempts is None else max_attempts,
+            key=key,
+            at=at,
+            delay=None if delay is None else float(delay),
+        )

@@ -1,0 +1,249 @@
+"""Executor: runs one job and turns how it ended into a Completion value. It never
+writes to the database; the completer decides how and when to write."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import logging
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from rota.app import App
+from rota.context import Context
+from rota.drivers.base import Completion
+from rota.errors import (
+    ArgumentsError,
+    Discard,
+    PayloadError,
+    Retry,
+    Snooze,
+    TaskTimeoutError,
+    UnknownTaskError,
+)
+from rota.job import Job, JobState, Outcome
+from rota.payload import encode
+from rota.task import Task
+
+log = logging.getLogger("rota.worker")
+
+MESSAGE_LIMIT = 2_000
+TRACEBACK_LIMIT = 8_000
+
+
+@dataclass
+class Execution:
+    completion: Completion | None  # None: the lease was lost, nothing to write
+    # A sync task that outlived its timeout or the shutdown grace still occupies a thread.
+    straggler: concurrent.futures.Future[Any] | None = None
+
+
+def _entry(
+    outcome: Outcome,
+    exc: BaseException | None = None,
+    *,
+    message: str | None = None,
+    **extra: str,
+) -> str:
+    entry: dict[str, Any] = {"outcome": str(outcome)}
+    if exc is not None:
+        entry["error_type"] = f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix(
+            "builtins."
+        )
+        entry["message"] = (message or str(exc))[:MESSAGE_LIMIT]
+        text = "".join(traceback.format_exception(exc))
+        # Keep the end of a long traceback: the frame that raised is the useful part.
+        entry["traceback"] = text if len(text) <= TRACEBACK_LIMIT else "…" + text[-TRACEBACK_LIMIT:]
+    elif message:
+        entry["message"] = message[:MESSAGE_LIMIT]
+    entry.update(extra)
+    return json.dumps(entry)
+
+
+class Executor:
+    def __init__(self, app: App, threads: concurrent.futures.ThreadPoolExecutor) -> None:
+        self.app = app
+        self.threads = threads
+
+    async def run(self, job: Job, ctx: Context) -> Execution:
+        token = job.lease_token or ""
+        try:
+            task = self.app.get_task(job.task)
+        except UnknownTaskError as exc:
+            # Another worker version may know it (a rolling deploy): retry, don't drop.
+            return Execution(self._failure(job, token, exc, None))
+        try:
+            kwargs = task.args_model.load(job.task, job.args)
+        except ArgumentsError as exc:
+            return Execution(
+                self._done(job, token, JobState.DISCARDED, _entry(Outcome.DISCARDED, exc))
+            )
+        straggler: concurrent.futures.Future[Any] | None = None
+        try:
+            if task.is_async:
+                result = await self._call_async(task, ctx, kwargs)
+            else:
+                result, straggler = await self._call_sync(task, ctx, kwargs)
+        except asyncio.CancelledError:
+            if ctx.cancel_reason is None:
+                raise  # not ours: the worker itself is being torn down
+            return Execution(self._stopped(job, token, ctx), straggler)
+        except _Stopped as stopped:
+            return Execution(self._stopped(job, token, ctx), stopped.future)
+        except _TimedOut as timed_out:
+            return Execution(self._failure(job, token, timed_out.error, task), timed_out.future)
+        except Snooze as snooze:
+            state = JobState.SCHEDULED if snooze.seconds > 0 else JobState.AVAILABLE
+            entry = _entry(Outcome.SNOOZED, message=f"snoozed for {snooze.seconds}s")
+            return Execution(
+                Completion(job.id, token, state, entry, delay=snooze.seconds, refund_attempt=True)
+            )
+        except Discard as exc:
+            return Execution(
+                self._done(
+                    job,
+                    token,
+                    JobState.DISCARDED,
+                    _entry(Outcome.DISCARDED, exc, message=exc.reason),
+                )
+            )
+        except Retry as exc:
+            return Execution(self._failure(job, token, exc, task, after=exc.after))
+        except Exception as exc:
+            if ctx.cancel_reason == "cancelled":
+                return Execution(self._stopped(job, token, ctx))
+            if isinstance(exc, task.policy.permanent):
+                return Execution(
+                    self._done(job, token, JobState.DISCARDED, _entry(Outcome.DISCARDED, exc))
+                )
+            return Execution(self._failure(job, token, exc, task))
+        try:
+            result_json = (
+                None
+                if result is None
+                else encode(
+                    result, what=f"the result of {job.task}", limit=self.app.max_payload_bytes
+                )
+            )
+        except PayloadError as exc:
+            return Execution(self._failure(job, token, exc, task), straggler)
+        completion = Completion(
+            job.id, token, JobState.COMPLETED, _COMPLETED_ENTRY, result_json=result_json
+        )
+        return Execution(completion, straggler)
+
+    # --- calling the function -----------------------------------------------------------
+
+    async def _call_async(self, task: Task[Any, Any], ctx: Context, kwargs: dict[str, Any]) -> Any:
+        coro = task.func(ctx, **kwargs) if task.takes_context else task.func(**kwargs)
+        current = asyncio.current_task()
+        if current is not None:
+            loop = asyncio.get_running_loop()
+            ctx.on_cancel(lambda: loop.call_soon_threadsafe(current.cancel))
+        timeout = task.policy.timeout
+        if timeout is None:
+            return await coro
+        try:
+            async with asyncio.timeout(timeout):
+                return await coro
+        except TimeoutError:
+            if ctx.cancel_reason is not None:
+                raise asyncio.CancelledError() from None
+            raise TaskTimeoutError(f"{task.name} ran longer than its {timeout}s timeout") from None
+
+    async def _call_sync(
+        self, task: Task[Any, Any], ctx: Context, kwargs: dict[str, Any]
+    ) -> tuple[Any, concurrent.futures.Future[Any] | None]:
+        if task.takes_context:
+            future = self.threads.submit(task.func, ctx, **kwargs)
+        else:
+            future = self.threads.submit(task.func, **kwargs)
+        waiter = asyncio.wrap_future(future)
+        stop = asyncio.get_running_loop().create_future()
+
+        def on_cancel() -> None:
+            # Operator cancels are cooperative for threads (ctx.cancelled); shutdown past
+            # the grace period, timeouts and lost leases stop waiting on the thread.
+            if ctx.cancel_reason != "cancelled" and not stop.done():
+                stop.set_result(None)
+
+        loop = asyncio.get_running_loop()
+        ctx.on_cancel(lambda: loop.call_soon_threadsafe(on_cancel))
+        done, _ = await asyncio.wait(
+            {waiter, stop}, timeout=task.policy.timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if waiter in done:
+            return waiter.result(), None
+        waiter.add_done_callback(_consume)
+        if stop in done:
+            raise _Stopped(future)
+        ctx.request_cancel("timeout")
+        raise _TimedOut(
+            future,
+            TaskTimeoutError(f"{task.name} ran longer than its {task.policy.timeout}s timeout"),
+        )
+
+    # --- completions ----------------------------------------------------------------------
+
+    def _done(self, job: Job, token: str, state: JobState, entry: str) -> Completion:
+        return Completion(job.id, token, state, entry)
+
+    def _failure(
+        self,
+        job: Job,
+        token: str,
+        exc: BaseException,
+        task: Task[Any, Any] | None,
+        *,
+        after: float | None = None,
+    ) -> Completion:
+        if job.attempt >= job.max_attempts:
+            return Completion(job.id, token, JobState.DISCARDED, _entry(Outcome.DISCARDED, exc))
+        if after is None:
+            after = task.policy.backoff.delay(job.attempt) if task is not None else 5.0
+        state = JobState.RETRYABLE if after > 0 else JobState.AVAILABLE
+        return Completion(job.id, token, state, _entry(Outcome.FAILED, exc), delay=after)
+
+    def _stopped(self, job: Job, token: str, ctx: Context) -> Completion | None:
+        reason = ctx.cancel_reason
+        if reason == "cancelled":
+            return Completion(
+                job.id,
+                token,
+                JobState.CANCELLED,
+                _entry(Outcome.CANCELLED, message="cancelled by request"),
+            )
+        if reason == "shutdown":
+            # Not the job's fault: give the attempt back and let another worker run it now.
+            entry = _entry(
+                Outcome.SHUTDOWN,
+                message="worker shut down before the job finished",
+                condition="DisruptionTarget",
+                reason="WorkerShutdown",
+            )
+            return Completion(
+                job.id, token, JobState.AVAILABLE, entry, delay=0.0, refund_attempt=True
+            )
+        return None  # lease lost: the job belongs to someone else now
+
+
+class _Stopped(Exception):
+    def __init__(self, future: concurrent.futures.Future[Any]) -> None:
+        self.future = future
+
+
+class _TimedOut(Exception):
+    def __init__(self, future: concurrent.futures.Future[Any], error: TaskTimeoutError) -> None:
+        super().__init__(str(error))
+        self.future = future
+        self.error = error
+
+
+def _consume(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()  # mark as retrieved: a straggler's error is already reported
+
+
+_COMPLETED_ENTRY = json.dumps({"outcome": "completed"})

@@ -1,0 +1,90 @@
+"""Fetcher: one per queue. It claims jobs in batches when slots are free and it is
+woken (a notification, a freed slot after a full batch, or the poll interval)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from rota.drivers.base import Driver
+from rota.job import Job
+from rota.maintenance.service import DbCall
+
+log = logging.getLogger("rota.worker")
+
+
+class Fetcher:
+    def __init__(
+        self,
+        driver: Driver,
+        db: DbCall,
+        *,
+        queue: str,
+        concurrency: int,
+        batch: int,
+        worker_id: str,
+        lease: float,
+        poll_interval: float,
+        start: Callable[[Job, Fetcher], None],
+    ) -> None:
+        self.driver = driver
+        self.db = db
+        self.queue = queue
+        self.concurrency = concurrency
+        self.free = concurrency
+        self.batch = batch
+        self.worker_id = worker_id
+        self.lease = lease
+        self.poll_interval = poll_interval
+        self.start = start
+        self._wake = asyncio.Event()
+        self._more = True  # the last claim filled its batch: more jobs are likely waiting
+        self.fetches = 0
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def release(self) -> None:
+        """A slot came free (its job finished)."""
+        self.free += 1
+        if self._more:
+            self._wake.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        delay = 0.0
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=max(self.poll_interval, delay))
+            self._wake.clear()
+            delay = 0.0
+            while self.free > 0 and not stop.is_set():
+                limit = min(self.free, self.batch)
+                try:
+                    jobs: list[Job] = await self.db(
+                        self.driver.job_fetch_available,
+                        self.queue,
+                        limit,
+                        self.worker_id,
+                        self.lease,
+                    )
+                except Exception as exc:
+                    delay = min(max(delay * 2, 0.5), 30.0)
+                    log.warning(
+                        "fetching from queue %r failed (%s: %s); retrying in %.1fs",
+                        self.queue,
+                        type(exc).__name__,
+                        exc,
+                        delay,
+                    )
+                    break
+                self.fetches += 1
+                self._more = len(jobs) == limit
+                for job in jobs:
+                    self.free -= 1
+                    self.start(job, self)
+                if not self._more:
+                    break
+                # Let finished jobs hand back their slots so the next claim is a real batch.
+                await asyncio.sleep(0)

@@ -1,0 +1,100 @@
+"""WorkerSettings: validated once, frozen, with defaults for production."""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from rota.errors import ConfigurationError
+from rota.task import check_queue_name
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def parse_queues(spec: str) -> dict[str, int]:
+    """`tickets=4,reports=1` -> {"tickets": 4, "reports": 1}; a bare name gets 10."""
+    queues: dict[str, int] = {}
+    for raw in spec.split(","):
+        part = raw.strip()
+        if not part:
+            continue
+        name, _, count = part.partition("=")
+        name = name.strip()
+        check_queue_name(name, ConfigurationError)
+        try:
+            concurrency = int(count) if count else 10
+        except ValueError:
+            raise ConfigurationError(f"bad concurrency {count!r} for queue {name!r}") from None
+        if name in queues:
+            raise ConfigurationError(f"queue {name!r} is listed twice")
+        queues[name] = concurrency
+    if not queues:
+        raise ConfigurationError("no queues given: use e.g. --queues tickets=4,reports=1")
+    return queues
+
+
+def _positive(name: str, value: float | None) -> None:
+    if value is not None and not (value > 0 and math.isfinite(value)):
+        raise ConfigurationError(f"{name} must be a positive number of seconds, not {value!r}")
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    queues: Mapping[str, int] = field(default_factory=lambda: {"default": 10})
+    lease: float = 30.0  # seconds a job's lease lasts without a heartbeat
+    heartbeat: float | None = None  # default: lease / 3
+    poll_interval: float = 1.0  # fallback when no notification arrives
+    fetch_batch: int = 100
+    grace: float = 30.0  # on SIGTERM, how long running jobs may take to finish
+    worker_id: str = field(default_factory=default_worker_id)
+    maintenance: bool = True  # take part in leader election and run the services
+    stage_interval: float = 1.0
+    rescue_interval: float = 5.0
+    leader_ttl: float = 15.0
+    prune_interval: float = 60.0
+    completed_retention: float = 24 * 3600.0
+    discarded_retention: float = 14 * 24 * 3600.0
+    threads: int | None = None  # sync-task threads; default: total concurrency
+    db_threads: int = 4
+
+    def __post_init__(self) -> None:
+        if not self.queues:
+            raise ConfigurationError("a worker needs at least one queue")
+        for name, concurrency in self.queues.items():
+            check_queue_name(name, ConfigurationError)
+            if not isinstance(concurrency, int) or not 1 <= concurrency <= 10_000:
+                raise ConfigurationError(
+                    f"concurrency of queue {name!r} must be 1-10000, not {concurrency!r}"
+                )
+        for name in (
+            "lease",
+            "heartbeat",
+            "poll_interval",
+            "stage_interval",
+            "rescue_interval",
+            "leader_ttl",
+            "prune_interval",
+        ):
+            _positive(name, getattr(self, name))
+        if self.grace < 0:
+            raise ConfigurationError("grace must be >= 0 seconds")
+        if self.heartbeat is not None and self.heartbeat >= self.lease:
+            raise ConfigurationError(
+                f"heartbeat ({self.heartbeat}s) must be shorter than the lease ({self.lease}s)"
+            )
+        if not 1 <= self.fetch_batch <= 10_000:
+            raise ConfigurationError("fetch_batch must be 1-10000")
+
+    @property
+    def heartbeat_interval(self) -> float:
+        return self.heartbeat if self.heartbeat is not None else self.lease / 3
+
+    @property
+    def total_concurrency(self) -> int:
+        return sum(self.queues.values())

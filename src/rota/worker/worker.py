@@ -1,0 +1,262 @@
+"""Worker: wires the parts (fetchers, executor, completer, heartbeater, notifier,
+maintenance) on one asyncio loop, and owns the shutdown order:
+stop fetching -> let running jobs finish within the grace -> return the rest ->
+flush completions -> resign leadership."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import functools
+import logging
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from rota.app import App
+from rota.context import Context
+from rota.drivers.base import Completion
+from rota.errors import DatabaseUnavailableError
+from rota.job import Job
+from rota.maintenance.leader import Elector
+from rota.maintenance.pruner import Pruner
+from rota.maintenance.rescuer import Rescuer
+from rota.maintenance.service import PeriodicService
+from rota.maintenance.stager import Stager
+from rota.worker.completer import Completer
+from rota.worker.executor import Executor
+from rota.worker.fetcher import Fetcher
+from rota.worker.heartbeat import Heartbeater
+from rota.worker.settings import WorkerSettings
+
+log = logging.getLogger("rota.worker")
+
+
+class Worker:
+    def __init__(self, app: App, settings: WorkerSettings | None = None) -> None:
+        self.app = app
+        self.settings = settings or WorkerSettings()
+        self.id = self.settings.worker_id
+        self.driver = app.driver
+        self._db_pool = concurrent.futures.ThreadPoolExecutor(
+            self.settings.db_threads, thread_name_prefix="rota-db"
+        )
+        self._task_pool = concurrent.futures.ThreadPoolExecutor(
+            self.settings.threads or self.settings.total_concurrency,
+            thread_name_prefix="rota-task",
+        )
+        self.executor = Executor(app, self._task_pool)
+        self._stop = asyncio.Event()
+        self._halt = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._running: dict[int, tuple[asyncio.Task[None], Context]] = {}
+        self._idle = asyncio.Event()
+        self.ready = False  # connected, schema current, not draining
+        self.completed = 0
+        self.fetchers: dict[str, Fetcher] = {}
+        self.heartbeater = Heartbeater(
+            self.driver,
+            self.db,
+            lease=self.settings.lease,
+            interval=self.settings.heartbeat_interval,
+        )
+        self.completer = Completer(self.driver, self.db, self._written)
+        self.elector = Elector(self.driver, self.id, self.settings.leader_ttl)
+        self.services: list[PeriodicService] = [
+            Stager(self.driver, self.settings.stage_interval),
+            Rescuer(self.driver, self.settings.rescue_interval),
+            Pruner(
+                self.driver,
+                self.settings.prune_interval,
+                completed_age=self.settings.completed_retention,
+                discarded_age=self.settings.discarded_retention,
+            ),
+        ]
+
+    async def db(self, func: Callable[..., Any], *args: Any) -> Any:
+        """Run a blocking driver call on the worker's database threads."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._db_pool, functools.partial(func, *args))
+
+    # --- control ------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Graceful stop (SIGTERM): no new jobs; running ones get the grace period."""
+        self._call_in_loop(self._stop.set)
+
+    def halt(self) -> None:
+        """Stop now (a second signal): running jobs are returned to the queue at once."""
+        self._call_in_loop(self._halt.set)
+        self._call_in_loop(self._stop.set)
+
+    def _call_in_loop(self, func: Callable[[], None]) -> None:
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(func)
+        else:
+            func()
+
+    def install_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+
+        def on_signal(signame: str) -> None:
+            if self._stop.is_set():
+                log.warning("%s again: stopping now", signame)
+                self.halt()
+            else:
+                log.info("%s: draining (grace %.0fs)", signame, self.settings.grace)
+                self.stop()
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, on_signal, sig.name)
+
+    # --- main ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        await self._wait_for_database()
+        if self._stop.is_set():
+            return
+        stop_parts = asyncio.Event()
+        background: list[asyncio.Task[Any]] = []
+        completer_task = asyncio.create_task(self.completer.run(), name="rota-completer")
+        background.append(
+            asyncio.create_task(self.heartbeater.run(stop_parts), name="rota-heartbeat")
+        )
+        notifier = self.driver.notifier()
+        background.append(
+            asyncio.create_task(notifier.run(self._wake, self._control), name="rota-notify")
+        )
+        if self.settings.maintenance:
+            background.append(asyncio.create_task(self.elector.run(self.db, stop_parts)))
+            for service in self.services:
+                background.append(
+                    asyncio.create_task(
+                        service.run(self.db, lambda: self.elector.is_leader, stop_parts),
+                        name=f"rota-{service.name}",
+                    )
+                )
+        fetch_tasks = []
+        for queue, concurrency in self.settings.queues.items():
+            fetcher = Fetcher(
+                self.driver,
+                self.db,
+                queue=queue,
+                concurrency=concurrency,
+                batch=self.settings.fetch_batch,
+                worker_id=self.id,
+                lease=self.settings.lease,
+                poll_interval=self.settings.poll_interval,
+                start=self._start_job,
+            )
+            self.fetchers[queue] = fetcher
+            fetch_tasks.append(
+                asyncio.create_task(fetcher.run(self._stop), name=f"rota-fetch-{queue}")
+            )
+        self.ready = True
+        log.info(
+            "worker %s started: queues %s",
+            self.id,
+            ", ".join(f"{q}={c}" for q, c in self.settings.queues.items()),
+        )
+        try:
+            await self._stop.wait()
+        finally:
+            self.ready = False
+            for fetcher in self.fetchers.values():
+                fetcher.wake()
+            await asyncio.gather(*fetch_tasks, return_exceptions=True)
+            await self._drain()
+            await self.completer.close(completer_task, timeout=max(self.settings.grace, 10.0))
+            stop_parts.set()
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            with contextlib.suppress(Exception):
+                await self.db(self.elector.resign)
+            self._db_pool.shutdown(wait=False)
+            # Threads still running a sync task past the grace cannot be killed; they are
+            # fenced (their leases are gone) and die with the process.
+            self._task_pool.shutdown(wait=False, cancel_futures=True)
+            log.info("worker %s stopped", self.id)
+
+    async def _wait_for_database(self) -> None:
+        delay = 0.5
+        while not self._stop.is_set():
+            try:
+                await self.db(self.app.check_schema)
+                return
+            except DatabaseUnavailableError as exc:
+                log.warning("database unavailable (%s); retrying in %.1fs", exc, delay)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), timeout=delay)
+                delay = min(delay * 2, 30.0)
+
+    async def _drain(self) -> None:
+        if self._running and not self._halt.is_set():
+            log.info(
+                "waiting up to %.0fs for %d running job(s)", self.settings.grace, len(self._running)
+            )
+            all_done = asyncio.gather(
+                *(task for task, _ in self._running.values()), return_exceptions=True
+            )
+            halted = asyncio.create_task(self._halt.wait())
+            watched: list[asyncio.Future[Any]] = [all_done, halted]
+            await asyncio.wait(
+                watched, timeout=self.settings.grace, return_when=asyncio.FIRST_COMPLETED
+            )
+            halted.cancel()
+        if self._running:
+            log.warning("returning %d unfinished job(s) to the queue", len(self._running))
+            for _, ctx in list(self._running.values()):
+                ctx.request_cancel("shutdown")
+            await asyncio.wait([task for task, _ in self._running.values()], timeout=5.0)
+
+    # --- jobs ---------------------------------------------------------------------------
+
+    def _start_job(self, job: Job, fetcher: Fetcher) -> None:
+        ctx = Context(job, worker_id=self.id, nudge=self.heartbeater.nudge)
+        self.heartbeater.track(job.id, job.lease_token or "", ctx)
+        task = asyncio.create_task(self._run_job(job, ctx, fetcher))
+        self._running[job.id] = (task, ctx)
+
+    async def _run_job(self, job: Job, ctx: Context, fetcher: Fetcher) -> None:
+        straggler = None
+        try:
+            execution = await self.executor.run(job, ctx)
+            straggler = execution.straggler
+            if execution.completion is not None:
+                self.heartbeater.submitted(job.id)
+                self.completer.submit(execution.completion)
+            else:
+                self.heartbeater.untrack(job.id)
+        except BaseException:
+            log.exception("job %s crashed the executor; its lease will expire", job.id)
+            self.heartbeater.untrack(job.id)
+        finally:
+            self._running.pop(job.id, None)
+        if straggler is not None and not straggler.done():
+            # Keep the slot until the thread is really free, so a hung task cannot
+            # make the worker run more threads than its concurrency allows.
+            with contextlib.suppress(BaseException):
+                await asyncio.wrap_future(straggler)
+        fetcher.release()
+
+    def _written(self, completion: Completion, accepted: bool) -> None:
+        self.heartbeater.untrack(completion.job_id)
+        if accepted:
+            self.completed += 1
+
+    # --- notifications -------------------------------------------------------------------
+
+    def _wake(self, queue: str | None) -> None:
+        if queue is None:
+            for fetcher in self.fetchers.values():
+                fetcher.wake()
+        elif queue in self.fetchers:
+            self.fetchers[queue].wake()
+
+    def _control(self, payload: str) -> None:
+        kind, _, value = payload.partition(":")
+        if kind == "cancel" and value.isdigit() and int(value) in self._running:
+            self.heartbeater.nudge()  # the renewal carries cancel_requested
