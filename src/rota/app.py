@@ -77,6 +77,8 @@ class App:
     @overload
     def task(
         self,
+        func: None = None,
+        /,
         *,
         name: str | None = None,
         queue: str = "default",

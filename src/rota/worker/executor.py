@@ -38,6 +38,7 @@ class Execution:
     completion: Completion | None  # None: the lease was lost, nothing to write
     # A sync task that outlived its timeout or the shutdown grace still occupies a thread.
     straggler: concurrent.futures.Future[Any] | None = None
+    error: BaseException | None = None  # what the task raised, for rota.testing.inline
 
 
 def _entry(
@@ -73,13 +74,14 @@ class Executor:
             task = self.app.get_task(job.task)
         except UnknownTaskError as exc:
             # Another worker version may know it (a rolling deploy): retry, don't drop.
-            return Execution(self._failure(job, token, exc, None))
+            return Execution(self._failure(job, token, exc, None), error=exc)
         try:
             kwargs = task.args_model.load(job.task, job.args)
         except ArgumentsError as exc:
-            return Execution(
-                self._done(job, token, JobState.DISCARDED, _entry(Outcome.DISCARDED, exc))
+            completion = Completion(
+                job.id, token, JobState.DISCARDED, _entry(Outcome.DISCARDED, exc)
             )
+            return Execution(completion, error=exc)
         straggler: concurrent.futures.Future[Any] | None = None
         try:
             if task.is_async:
@@ -93,32 +95,10 @@ class Executor:
         except _Stopped as stopped:
             return Execution(self._stopped(job, token, ctx), stopped.future)
         except _TimedOut as timed_out:
-            return Execution(self._failure(job, token, timed_out.error, task), timed_out.future)
-        except Snooze as snooze:
-            state = JobState.SCHEDULED if snooze.seconds > 0 else JobState.AVAILABLE
-            entry = _entry(Outcome.SNOOZED, message=f"snoozed for {snooze.seconds}s")
-            return Execution(
-                Completion(job.id, token, state, entry, delay=snooze.seconds, refund_attempt=True)
-            )
-        except Discard as exc:
-            return Execution(
-                self._done(
-                    job,
-                    token,
-                    JobState.DISCARDED,
-                    _entry(Outcome.DISCARDED, exc, message=exc.reason),
-                )
-            )
-        except Retry as exc:
-            return Execution(self._failure(job, token, exc, task, after=exc.after))
+            completion = self._failure(job, token, timed_out.error, task)
+            return Execution(completion, timed_out.future, timed_out.error)
         except Exception as exc:
-            if ctx.cancel_reason == "cancelled":
-                return Execution(self._stopped(job, token, ctx))
-            if isinstance(exc, task.policy.permanent):
-                return Execution(
-                    self._done(job, token, JobState.DISCARDED, _entry(Outcome.DISCARDED, exc))
-                )
-            return Execution(self._failure(job, token, exc, task))
+            return Execution(self._raised(job, token, ctx, task, exc), error=exc)
         try:
             result_json = (
                 None
@@ -128,7 +108,7 @@ class Executor:
                 )
             )
         except PayloadError as exc:
-            return Execution(self._failure(job, token, exc, task), straggler)
+            return Execution(self._failure(job, token, exc, task), straggler, exc)
         completion = Completion(
             job.id, token, JobState.COMPLETED, _COMPLETED_ENTRY, result_json=result_json
         )
@@ -187,8 +167,24 @@ class Executor:
 
     # --- completions ----------------------------------------------------------------------
 
-    def _done(self, job: Job, token: str, state: JobState, entry: str) -> Completion:
-        return Completion(job.id, token, state, entry)
+    def _raised(
+        self, job: Job, token: str, ctx: Context, task: Task[Any, Any], exc: Exception
+    ) -> Completion | None:
+        """The completion for a task that raised `exc` (control flow or an error)."""
+        if isinstance(exc, Snooze):
+            state = JobState.SCHEDULED if exc.seconds > 0 else JobState.AVAILABLE
+            entry = _entry(Outcome.SNOOZED, message=f"snoozed for {exc.seconds}s")
+            return Completion(job.id, token, state, entry, delay=exc.seconds, refund_attempt=True)
+        if isinstance(exc, Discard):
+            entry = _entry(Outcome.DISCARDED, exc, message=exc.reason)
+            return Completion(job.id, token, JobState.DISCARDED, entry)
+        if isinstance(exc, Retry):
+            return self._failure(job, token, exc, task, after=exc.after)
+        if ctx.cancel_reason == "cancelled":
+            return self._stopped(job, token, ctx)
+        if isinstance(exc, task.policy.permanent):
+            return Completion(job.id, token, JobState.DISCARDED, _entry(Outcome.DISCARDED, exc))
+        return self._failure(job, token, exc, task)
 
     def _failure(
         self,

@@ -281,8 +281,9 @@ class PostgresDriver:
             cancelled=states.count("cancelled"),
         )
 
-    def job_stage_due(self, limit: int) -> int:
-        return sum(int(r["n"]) for r in self._rows("job_stage_due", {"limit": limit}))
+    def job_stage_due(self, limit: int, horizon: float = 0.0) -> int:
+        params = {"limit": limit, "horizon": horizon}
+        return sum(int(r["n"]) for r in self._rows("job_stage_due", params))
 
     def job_get(self, job_id: int) -> Job | None:
         rows = self._rows("job_get", {"id": job_id})

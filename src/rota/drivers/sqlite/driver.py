@@ -164,7 +164,9 @@ class SQLiteDriver:
         with self._conn() as own:
             try:
                 own.execute("BEGIN IMMEDIATE")
-                yield own.cursor()
+                cursor = own.cursor()
+                yield cursor
+                cursor.close()  # finish any unread RETURNING rows before COMMIT
                 own.execute("COMMIT")
             except sqlite3.OperationalError as exc:
                 if own.in_transaction:
@@ -296,9 +298,10 @@ class SQLiteDriver:
             cancelled=states.count("cancelled"),
         )
 
-    def job_stage_due(self, limit: int) -> int:
+    def job_stage_due(self, limit: int, horizon: float = 0.0) -> int:
         with self._write() as db:
-            return len(db.execute(_Q["job_stage_due"], {"limit": limit}).fetchall())
+            params = {"limit": limit, "horizon": horizon}
+            return len(db.execute(_Q["job_stage_due"], params).fetchall())
 
     def job_get(self, job_id: int) -> Job | None:
         rows = self._read("job_get", {"id": job_id})

@@ -105,16 +105,18 @@ WHERE j.id = expired.id
 RETURNING j.id, j.state, CASE WHEN j.state = 'available' THEN pg_notify('rota_jobs', j.queue) END
 
 -- name: job_stage_due
--- Make scheduled and retryable jobs whose time has come available, and wake workers.
+-- Make scheduled and retryable jobs due within `horizon` seconds (0: now) available; wake workers.
 WITH due AS (
     SELECT id FROM rota_jobs
-    WHERE state IN ('scheduled', 'retryable') AND run_at <= now()
+    WHERE state IN ('scheduled', 'retryable')
+      AND run_at <= now() + make_interval(secs => %(horizon)s)
     ORDER BY run_at
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ),
 moved AS (
-    UPDATE rota_jobs AS j SET state = 'available' FROM due WHERE j.id = due.id RETURNING j.queue
+    UPDATE rota_jobs AS j SET state = 'available', run_at = LEAST(j.run_at, now())
+    FROM due WHERE j.id = due.id RETURNING j.queue
 )
 SELECT count(*) AS n, pg_notify('rota_jobs', queue) FROM moved GROUP BY queue
 

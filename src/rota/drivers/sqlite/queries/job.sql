@@ -87,12 +87,13 @@ WHERE id IN (
 RETURNING id, state, NULL
 
 -- name: job_stage_due
--- Make scheduled and retryable jobs whose time has come available.
-UPDATE rota_jobs SET state = 'available'
+-- Make scheduled and retryable jobs due within `horizon` seconds available (0: due now).
+UPDATE rota_jobs SET state = 'available',
+    run_at = MIN(run_at, (julianday('now') - 2440587.5) * 86400.0)
 WHERE id IN (
     SELECT id FROM rota_jobs
     WHERE state IN ('scheduled', 'retryable')
-      AND run_at <= (julianday('now') - 2440587.5) * 86400.0
+      AND run_at <= (julianday('now') - 2440587.5) * 86400.0 + :horizon
     ORDER BY run_at
     LIMIT :limit
 )

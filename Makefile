@@ -1,0 +1,49 @@
+# One task runner: CI calls these targets unchanged.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: demo test check lint typecheck unit bench lock clean
+
+$(STAMP): requirements.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
+	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+## The Seatlark demo on the embedded SQLite default.
+demo: $(STAMP)
+	$(BIN)/python -m examples.seatlark.demo
+
+## Everything CI checks: lint, types, then the whole test suite (SQLite and PostgreSQL).
+test: check
+	$(BIN)/python -m pytest -q
+
+check: lint typecheck
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff format --check src tests bench examples
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -q tests/unit
+
+## Throughput and latency, SQLite and PostgreSQL, beside a raw-SQL baseline.
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+lock:
+	rm -rf /tmp/rota-lock && $(PYTHON) -m venv /tmp/rota-lock
+	/tmp/rota-lock/bin/pip install --quiet --upgrade pip
+	/tmp/rota-lock/bin/pip install --quiet "click" "rich" "pydantic" "psycopg[binary]" \
+	  "psycopg-pool" pytest hypothesis mypy ruff pytest-timeout hatchling
+	{ echo "# Pinned dependencies for development, tests and the demo."; echo "# Regenerate: make lock"; \
+	  /tmp/rota-lock/bin/pip freeze; } > requirements.lock
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

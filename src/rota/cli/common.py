@@ -1,0 +1,95 @@
+"""Shared CLI plumbing: loading the app, the common options and output helpers."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+
+from rota.app import App
+from rota.errors import ConfigurationError, RotaError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def load_app(app_path: str | None, database_url: str | None) -> App:
+    """`--app pkg.module:attr` imports the user's app; `--database-url` alone gives an
+    app without tasks (enough to inspect and act on jobs)."""
+    app_path = app_path or os.environ.get("ROTA_APP")
+    if app_path:
+        module_name, _, attr = app_path.partition(":")
+        if not module_name or not attr:
+            raise click.BadParameter(
+                f"{app_path!r}: use the form package.module:attribute", param_hint="--app"
+            )
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())  # like `python -m`, find modules in the cwd
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise click.BadParameter(
+                f"cannot import {module_name!r}: {exc}", param_hint="--app"
+            ) from None
+        app = getattr(module, attr, None)
+        if not isinstance(app, App):
+            raise click.BadParameter(
+                f"{module_name}:{attr} is {type(app).__name__}, not a rota.App", param_hint="--app"
+            )
+        if database_url:
+            app = _rebind(app, database_url)
+        return app
+    try:
+        return App(database_url)
+    except ConfigurationError as exc:
+        raise click.UsageError(f"{exc} (or pass --app pkg.module:app)") from None
+
+
+def _rebind(app: App, url: str) -> App:
+    """The same tasks against another database (`--app` plus `--database-url`)."""
+    other = App(url, max_payload_bytes=app.max_payload_bytes, pool_size=app.pool_size)
+    for name, task in app.tasks.items():
+        task.app = other
+        other.tasks[name] = task
+    return other
+
+
+def app_options(func: F) -> F:
+    func = click.option(
+        "--database-url",
+        envvar="ROTA_DATABASE_URL",
+        help="sqlite:///file.db or postgresql://... (default: $ROTA_DATABASE_URL).",
+    )(func)
+    func = click.option(
+        "--app", "app_path", envvar="ROTA_APP", help="Your app as package.module:attribute."
+    )(func)
+    return func
+
+
+def json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
+
+
+def print_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, default=str))
+
+
+def fail(message: str, code: int = 1) -> None:
+    err_console.print(f"[red]error:[/red] {message}", highlight=False)
+    sys.exit(code)
+
+
+def run_guarded(func: Callable[[], Any]) -> Any:
+    """Turn rota's errors into a one-line message and exit status 1."""
+    try:
+        return func()
+    except RotaError as exc:
+        fail(str(exc))

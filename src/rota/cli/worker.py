@@ -1,0 +1,153 @@
+"""`rota worker`: run a worker (or several processes of it) until SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+import click
+
+from rota.cli.common import app_options, fail, load_app
+from rota.errors import ConfigurationError, SchemaError
+from rota.observe.logging import configure
+from rota.worker import Worker, WorkerSettings
+from rota.worker.settings import parse_queues
+from rota.worker.supervisor import EXIT_SCHEMA, supervise
+
+
+@click.command()
+@app_options
+@click.option(
+    "--queues",
+    "queue_spec",
+    default="default=10",
+    show_default=True,
+    help="Queues and per-process concurrency: tickets=4,reports=1.",
+)
+@click.option(
+    "--processes",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="Worker processes to run (for CPU-bound sync tasks).",
+)
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    help="On SIGTERM, seconds running jobs may take before they are returned.",
+)
+@click.option(
+    "--lease",
+    type=click.FloatRange(min=0.1),
+    default=30.0,
+    show_default=True,
+    help="Seconds a job's lease lasts without a heartbeat.",
+)
+@click.option(
+    "--heartbeat",
+    type=click.FloatRange(min=0.01),
+    help="Seconds between heartbeats (default: lease / 3).",
+)
+@click.option(
+    "--poll-interval",
+    type=click.FloatRange(min=0.01),
+    default=1.0,
+    show_default=True,
+    help="Fallback polling when no notification arrives.",
+)
+@click.option("--worker-id", help="Name of this worker in leases and attempt history.")
+@click.option("--no-maintenance", is_flag=True, help="Never lead the maintenance services.")
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    show_default=True,
+)
+@click.option(
+    "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def worker(
+    app_path: str | None,
+    database_url: str | None,
+    queue_spec: str,
+    processes: int,
+    grace: float,
+    lease: float,
+    heartbeat: float | None,
+    poll_interval: float,
+    worker_id: str | None,
+    no_maintenance: bool,
+    log_level: str,
+    log_format: str,
+) -> None:
+    """Run jobs from the given queues until SIGTERM (drain) or a second SIGTERM (stop now)."""
+    configure(log_level, log_format)
+    if not app_path:
+        raise click.UsageError("worker needs --app package.module:app (or $ROTA_APP)")
+    try:
+        queues = parse_queues(queue_spec)
+        settings_kwargs = dict(
+            queues=queues,
+            grace=grace,
+            lease=lease,
+            heartbeat=heartbeat,
+            poll_interval=poll_interval,
+            maintenance=not no_maintenance,
+        )
+        WorkerSettings(**settings_kwargs)  # type: ignore[arg-type]  # validate before forking
+    except ConfigurationError as exc:
+        raise click.BadParameter(str(exc)) from None
+    if processes > 1:
+        argv = [
+            sys.executable,
+            "-m",
+            "rota",
+            "worker",
+            "--app",
+            app_path,
+            "--queues",
+            queue_spec,
+            "--grace",
+            str(grace),
+            "--lease",
+            str(lease),
+            "--poll-interval",
+            str(poll_interval),
+            "--log-level",
+            log_level,
+            "--log-format",
+            log_format,
+        ]
+        if database_url:
+            argv += ["--database-url", database_url]
+        if heartbeat is not None:
+            argv += ["--heartbeat", str(heartbeat)]
+        if no_maintenance:
+            argv.append("--no-maintenance")
+        sys.exit(supervise(argv, processes))
+    app = load_app(app_path, database_url)
+    if worker_id:
+        settings_kwargs["worker_id"] = worker_id
+    settings = WorkerSettings(**settings_kwargs)  # type: ignore[arg-type]
+    if not app.tasks:
+        fail(f"{app_path} has no tasks registered")
+    runner = Worker(app, settings)
+
+    async def main() -> None:
+        runner.install_signal_handlers()
+        await runner.run()
+
+    try:
+        asyncio.run(main())
+    except SchemaError as exc:
+        fail(str(exc), code=EXIT_SCHEMA)
+    finally:
+        app.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Sync tasks still running past the grace cannot be interrupted; their jobs were
+    # returned to the queue, so leave without waiting for their threads.
+    os._exit(0)

@@ -1,0 +1,1 @@
+"""Observability: structured logs now; metrics and traces build on the same seams."""

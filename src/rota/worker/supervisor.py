@@ -1,0 +1,50 @@
+"""Supervisor for `rota worker --processes N`: starts N worker processes, forwards
+SIGTERM/SIGINT to them, restarts one that crashes, and exits when all have drained."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import subprocess
+import time
+from types import FrameType
+
+log = logging.getLogger("rota.supervisor")
+
+EXIT_SCHEMA = 3  # a child refused the schema: restarting would not help
+
+
+def supervise(argv: list[str], processes: int) -> int:
+    children: list[subprocess.Popen[bytes]] = [subprocess.Popen(argv) for _ in range(processes)]
+    restarts = [0] * processes
+    stopping = False
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    log.info("supervising %d worker processes: %s", processes, [c.pid for c in children])
+    while True:
+        if all(child.poll() is not None for child in children):
+            codes = [child.returncode for child in children]
+            return 0 if stopping and all(c == 0 for c in codes) else max(codes, key=abs)
+        for i, child in enumerate(children):
+            code = child.poll()
+            if code is None or stopping:
+                continue
+            if code == EXIT_SCHEMA:
+                log.error("worker %d refused the schema; stopping all", child.pid)
+                forward(signal.SIGTERM, None)
+                break
+            restarts[i] += 1
+            delay = min(0.5 * 2 ** min(restarts[i], 6), 30.0)
+            log.warning("worker %d exited with %s; restarting in %.1fs", child.pid, code, delay)
+            time.sleep(delay)
+            if not stopping:
+                children[i] = subprocess.Popen(argv)
+        time.sleep(0.2)

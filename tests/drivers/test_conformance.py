@@ -1,0 +1,292 @@
+"""One conformance suite for the Driver protocol, run on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+import rota
+from rota.drivers.base import Completion, JobInsert
+from rota.job import JobState
+
+
+def row(task: str = "t", queue: str = "q", priority: int = 0, **kw: object) -> JobInsert:
+    values: dict[str, object] = dict(
+        task=task, queue=queue, args_json="{}", priority=priority, max_attempts=3
+    )
+    values.update(kw)
+    return JobInsert(**values)  # type: ignore[arg-type]
+
+
+def entry(outcome: str = "completed") -> str:
+    return json.dumps({"outcome": outcome})
+
+
+def done(job: rota.Job, state: JobState = JobState.COMPLETED, **kw: object) -> Completion:
+    return Completion(job.id, job.lease_token or "", state, entry(), **kw)  # type: ignore[arg-type]
+
+
+def test_migrate_is_idempotent_and_recorded(app: rota.App) -> None:
+    assert app.schema_version() == app.driver.latest_schema_version
+    assert app.migrate() == []
+    app.check_schema()
+
+
+def test_concurrent_migrations_apply_once(database_url: str) -> None:
+    apps = [rota.App(database_url) for _ in range(4)]
+    results: list[list[int]] = []
+    errors: list[BaseException] = []
+
+    def run(a: rota.App) -> None:
+        try:
+            results.append(a.migrate())
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(a,)) for a in apps]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for a in apps:
+        a.close()
+    assert not errors
+    assert sorted(results, key=len) == [[], [], [], [1]]
+
+
+def test_unmigrated_database_names_the_fix(database_url: str) -> None:
+    with rota.App(database_url) as fresh:
+        assert fresh.schema_version() == 0
+        with pytest.raises(rota.SchemaError, match="rota migrate"):
+            fresh.check_schema()
+
+
+def test_fetch_order_is_priority_then_time_then_id(app: rota.App) -> None:
+    d = app.driver
+    low, high, high2 = d.job_insert_many([row(priority=5), row(priority=-1), row(priority=-1)])
+    other_queue = d.job_insert_many([row(queue="other")])[0]
+    fetched = d.job_fetch_available("q", 10, "w1", 30)
+    assert [j.id for j in fetched] == [high.id, high2.id, low.id]
+    assert all(j.state is JobState.RUNNING and j.attempt == 1 for j in fetched)
+    assert len({j.lease_token for j in fetched}) == 3
+    assert d.job_get(other_queue.id).state is JobState.AVAILABLE  # type: ignore[union-attr]
+
+
+def test_fetch_respects_limit_and_never_hands_out_a_job_twice(app: rota.App) -> None:
+    d = app.driver
+    d.job_insert_many([row() for _ in range(50)])
+    seen: list[int] = []
+    lock = threading.Lock()
+
+    def grab() -> None:
+        while True:
+            jobs = d.job_fetch_available("q", 7, threading.current_thread().name, 30)
+            if not jobs:
+                return
+            assert len(jobs) <= 7
+            with lock:
+                seen.extend(j.id for j in jobs)
+
+    threads = [threading.Thread(target=grab, name=f"w{i}") for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(seen) == 50 and len(set(seen)) == 50
+
+
+def test_completion_is_fenced_by_the_lease_token(app: rota.App) -> None:
+    d = app.driver
+    d.job_insert_many([row()])
+    (first,) = d.job_fetch_available("q", 1, "w1", 0.05)
+    time.sleep(0.2)
+    assert d.job_rescue_expired(100).rescued == 1
+    (second,) = d.job_fetch_available("q", 1, "w2", 30)
+    assert second.id == first.id and second.attempt == 2
+    assert second.lease_token != first.lease_token
+    # The stale worker comes back: its completion and its renewal are both refused.
+    assert d.job_complete_many([done(first)]) == set()
+    assert d.job_lease_renew([(first.id, first.lease_token or "")], 30) == []
+    current = d.job_get(first.id)
+    assert current is not None and current.state is JobState.RUNNING
+    assert current.lease_token == second.lease_token
+    assert d.job_complete_many([done(second)]) == {second.id}
+    final = d.job_get(first.id)
+    assert final is not None and final.state is JobState.COMPLETED
+    outcomes = [(a.attempt, a.outcome.value, a.worker) for a in final.history]
+    assert outcomes == [(1, "lost", "w1"), (2, "completed", "w2")]
+    assert final.history[0].error_type == "LeaseExpired"
+
+
+def test_lease_renewal_keeps_a_long_job_from_rescue(app: rota.App) -> None:
+    d = app.driver
+    d.job_insert_many([row()])
+    (job,) = d.job_fetch_available("q", 1, "w1", 0.3)
+    for _ in range(4):
+        time.sleep(0.15)
+        renewed = d.job_lease_renew([(job.id, job.lease_token or "")], 0.3)
+        assert [r.job_id for r in renewed] == [job.id]
+        assert d.job_rescue_expired(10).rescued == 0
+    time.sleep(0.4)
+    assert d.job_rescue_expired(10).rescued == 1
+
+
+def test_rescue_discards_when_attempts_are_exhausted(app: rota.App) -> None:
+    d = app.driver
+    d.job_insert_many([row(max_attempts=1)])
+    d.job_fetch_available("q", 1, "w1", 0.01)
+    time.sleep(0.1)
+    report = d.job_rescue_expired(10)
+    assert (report.rescued, report.discarded) == (0, 1)
+    (job,) = d.job_list(rota.drivers.base.JobFilter(states=(JobState.DISCARDED,)))
+    assert job.finished_at is not None
+
+
+def test_retry_snooze_and_refund(app: rota.App) -> None:
+    d = app.driver
+    d.job_insert_many([row(), row()])
+    a, b = d.job_fetch_available("q", 2, "w", 30)
+    accepted = d.job_complete_many(
+        [
+            done(a, JobState.RETRYABLE, delay=60.0),
+            done(b, JobState.SCHEDULED, delay=0.05, refund_attempt=True),
+        ]
+    )
+    assert accepted == {a.id, b.id}
+    ra, rb = d.job_get(a.id), d.job_get(b.id)
+    assert ra is not None and rb is not None
+    assert ra.state is JobState.RETRYABLE and ra.max_attempts == 3
+    assert ra.run_at - d.db_now() > timedelta(seconds=50)
+    assert rb.state is JobState.SCHEDULED and rb.max_attempts == 4  # snooze refunds
+    time.sleep(0.1)
+    assert d.job_stage_due(100) == 1
+    assert d.job_get(b.id).state is JobState.AVAILABLE  # type: ignore[union-attr]
+    assert d.job_get(a.id).state is JobState.RETRYABLE  # type: ignore[union-attr]
+
+
+def test_scheduled_insert_and_staging(app: rota.App) -> None:
+    d = app.driver
+    later = d.db_now() + timedelta(hours=1)
+    past = datetime(2020, 1, 1, tzinfo=UTC)
+    a, b, c = d.job_insert_many([row(at=later), row(at=past), row(delay=3600.0)])
+    assert (a.state, b.state, c.state) == (
+        JobState.SCHEDULED,
+        JobState.AVAILABLE,
+        JobState.SCHEDULED,
+    )
+    assert abs((a.run_at - later).total_seconds()) < 0.01
+    assert d.job_stage_due(100) == 0
+    assert [j.id for j in d.job_fetch_available("q", 10, "w", 30)] == [b.id]
+    assert d.job_stage_due(100, horizon=7200) == 2
+
+
+def test_idempotency_key_returns_the_existing_job(app: rota.App) -> None:
+    d = app.driver
+    (first,) = d.job_insert_many([row(key="order-1")])
+    again, other_task, fresh = d.job_insert_many(
+        [row(key="order-1"), row(task="u", key="order-1"), row(key="order-2")]
+    )
+    assert first.created and again.id == first.id and not again.created
+    assert other_task.created and other_task.id != first.id
+    assert fresh.created
+
+
+def test_cancel_waiting_and_running(app: rota.App) -> None:
+    d = app.driver
+    waiting, running = d.job_insert_many([row(queue="a"), row(queue="b")])
+    assert d.job_cancel(waiting.id).state is JobState.CANCELLED
+    (claimed,) = d.job_fetch_available("b", 1, "w", 30)
+    requested = d.job_cancel(running.id)
+    assert requested.state is JobState.RUNNING and requested.cancel_requested
+    (renewal,) = d.job_lease_renew([(claimed.id, claimed.lease_token or "")], 30)
+    assert renewal.cancel_requested
+    with pytest.raises(rota.InvalidTransitionError):
+        d.job_cancel(waiting.id)
+    with pytest.raises(rota.JobNotFoundError):
+        d.job_cancel(999_999)
+
+
+def test_retry_brings_a_discarded_job_back_with_an_attempt(app: rota.App) -> None:
+    d = app.driver
+    d.job_insert_many([row(max_attempts=1)])
+    (job,) = d.job_fetch_available("q", 1, "w", 30)
+    d.job_complete_many([done(job, JobState.DISCARDED)])
+    back = d.job_retry(job.id)
+    assert back.state is JobState.AVAILABLE and back.max_attempts == 2 and back.finished_at is None
+    with pytest.raises(rota.InvalidTransitionError):
+        d.job_retry(job.id)
+
+
+def test_paused_queue_is_not_fetched(app: rota.App) -> None:
+    d = app.driver
+    d.job_insert_many([row()])
+    app.pause_queue("q")
+    assert d.job_fetch_available("q", 10, "w", 30) == []
+    (report,) = [r for r in app.list_queues() if r.name == "q"]
+    assert report.paused and report.counts == {"available": 1}
+    assert report.oldest_available_age is not None and report.oldest_available_age >= 0
+    app.resume_queue("q")
+    assert len(d.job_fetch_available("q", 10, "w", 30)) == 1
+
+
+def test_leader_election_is_exclusive_and_expires(app: rota.App) -> None:
+    d = app.driver
+    assert d.leader_attempt_elect("m", "a", 0.3)
+    assert not d.leader_attempt_elect("m", "b", 0.3)
+    assert d.leader_attempt_elect("m", "a", 0.3)  # renewal
+    time.sleep(0.4)
+    assert d.leader_attempt_elect("m", "b", 0.3)
+    d.leader_resign("m", "b")
+    assert d.leader_attempt_elect("m", "a", 0.3)
+
+
+def test_prune_removes_only_old_finished_jobs(app: rota.App) -> None:
+    d = app.driver
+    d.job_insert_many([row(), row(), row()])
+    a, b, _c = d.job_fetch_available("q", 3, "w", 30)
+    d.job_complete_many([done(a), done(b, JobState.DISCARDED)])
+    time.sleep(0.05)
+    assert d.job_prune_finished(3600, 3600, 100) == 0
+    assert d.job_prune_finished(0.01, 3600, 100) == 1
+    assert d.job_get(a.id) is None and d.job_get(b.id) is not None
+
+
+def test_list_filters_and_pages(app: rota.App) -> None:
+    d = app.driver
+    jobs = d.job_insert_many([row(task="x"), row(task="y"), row(task="x", queue="z")])
+    f = rota.drivers.base.JobFilter
+    assert [j.id for j in d.job_list(f(task="x"))] == [jobs[2].id, jobs[0].id]
+    assert [j.id for j in d.job_list(f(queue="z"))] == [jobs[2].id]
+    assert [j.id for j in d.job_list(f(limit=1, before_id=jobs[2].id))] == [jobs[1].id]
+    assert d.job_list(f(states=(JobState.RUNNING,))) == []
+
+
+def test_results_and_history_round_trip(app: rota.App) -> None:
+    d = app.driver
+    d.job_insert_many([row(args_json='{"n": 1, "s": "ü"}')])
+    (job,) = d.job_fetch_available("q", 1, "w", 30)
+    assert job.args == {"n": 1, "s": "ü"}
+    failed = json.dumps(
+        {
+            "outcome": "failed",
+            "error_type": "ValueError",
+            "message": "bad",
+            "traceback": "Traceback...",
+        }
+    )
+    d.job_complete_many(
+        [Completion(job.id, job.lease_token or "", JobState.AVAILABLE, failed, delay=0.0)]
+    )
+    (job,) = d.job_fetch_available("q", 1, "w", 30)
+    d.job_complete_many([done(job, result_json='{"ticket": "T-1"}')])
+    final = d.job_get(job.id)
+    assert final is not None and final.result == {"ticket": "T-1"}
+    first, second = final.history
+    assert (first.outcome.value, first.error_type, first.message) == ("failed", "ValueError", "bad")
+    assert first.started_at is not None and first.finished_at is not None
+    assert first.finished_at >= first.started_at
+    assert second.outcome.value == "completed"
