@@ -23,9 +23,9 @@ def encode(value: Any, *, what: str = "value", limit: int | None = None) -> str:
         text = _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise PayloadError(f"{what} is not JSON: {exc}") from None
-    if limit is not None and len(text) > limit:
-        # Count bytes only when the character count is near the limit (utf-8 >= chars).
-        size = len(text.encode())
+    if limit is not None:
+        # ASCII text is one byte a character; only other text needs encoding to count.
+        size = len(text) if text.isascii() else len(text.encode())
         if size > limit:
             raise PayloadError(f"{what} is {size} bytes, over the {limit}-byte limit")
     return text
@@ -66,7 +66,7 @@ class ArgsModel:
                     f"task parameter {param.name!r} collides with an enqueue option; rename it"
                 )
             annotation = hints.get(param.name, Any)
-            if annotation is Any:
+            if annotation is Any or annotation is object:
                 annotation = pydantic.JsonValue
             default = ... if param.default is param.empty else param.default
             fields[param.name] = (annotation, default)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -50,11 +51,15 @@ class TaskPolicy:
                 raise TaskDefinitionError(f"permanent= takes exception classes, not {exc_type!r}")
 
 
+_QUEUE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}")
+
+
 def check_queue_name(name: object, error: type[Exception]) -> None:
-    if not isinstance(name, str) or not name or len(name) > 128 or not name.isprintable():
-        raise error(f"bad queue name {name!r}: use 1-128 printable characters")
-    if "," in name or "=" in name or name.strip() != name:
-        raise error(f"bad queue name {name!r}: ',', '=' and surrounding spaces are not allowed")
+    if not isinstance(name, str) or not _QUEUE_NAME.fullmatch(name):
+        raise error(
+            f"bad queue name {name!r}: use 1-128 letters, digits and _ . : / - "
+            "(starting with a letter or digit)"
+        )
 
 
 def check_priority(priority: object, error: type[Exception]) -> None:

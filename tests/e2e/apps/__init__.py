@@ -1,0 +1,1 @@
+"""App modules that the e2e tests' worker subprocesses import with `--app`."""

@@ -1,0 +1,194 @@
+"""Enqueue: validation at the door, bulk, scheduling, keys and the caller's transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import pytest
+
+import rota
+
+
+def test_enqueue_validates_and_stores(app: rota.App) -> None:
+    @app.task(queue="tickets", priority=3, max_attempts=5)
+    def make_ticket(order_id: int, seats: list[str] | None = None) -> None: ...
+
+    job = make_ticket.enqueue(order_id=7)
+    assert job.created and job.state is rota.JobState.AVAILABLE
+    assert (job.queue, job.priority, job.max_attempts) == ("tickets", 3, 5)
+    assert job.args == {"order_id": 7, "seats": None}
+    assert app.get_job(job.id) == job
+
+    override = make_ticket.enqueue(order_id=8, queue="vip", priority=-5, max_attempts=1)
+    assert (override.queue, override.priority, override.max_attempts) == ("vip", -5, 1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({}, rota.ArgumentsError, "missing argument 'order_id'"),
+        ({"order_id": "x"}, rota.ArgumentsError, "order_id"),
+        ({"order_id": 1, "extra": 2}, rota.ArgumentsError, "unexpected argument 'extra'"),
+        ({"order_id": 1, "priority": 1000}, rota.ArgumentsError, "priority"),
+        ({"order_id": 1, "queue": "bad queue"}, rota.ArgumentsError, "bad queue name"),
+        ({"order_id": 1, "delay": -1}, rota.ArgumentsError, "delay"),
+        ({"order_id": 1, "delay": float("inf")}, rota.ArgumentsError, "delay"),
+        ({"order_id": 1, "at": datetime(2030, 1, 1)}, rota.ArgumentsError, "timezone-aware"),
+        ({"order_id": 1, "at": datetime.now(UTC), "delay": 1}, rota.ArgumentsError, "not both"),
+        ({"order_id": 1, "key": ""}, rota.ArgumentsError, "key"),
+        ({"order_id": 1, "max_attempts": 0}, rota.ArgumentsError, "max_attempts"),
+    ],
+)
+def test_bad_enqueues_are_refused_and_store_nothing(
+    app: rota.App, kwargs: dict[str, object], error: type[Exception], message: str
+) -> None:
+    @app.task
+    def make_ticket(order_id: int) -> None: ...
+
+    with pytest.raises(error, match=message):
+        make_ticket.enqueue(**kwargs)
+    assert app.list_jobs() == []
+
+
+def test_payload_limit_and_non_json(database_url: str) -> None:
+    with rota.App(database_url, max_payload_bytes=1000) as app:
+        app.migrate()
+
+        @app.task
+        def store(blob: str = "", data: object = None) -> None: ...
+
+        with pytest.raises(rota.PayloadError, match="over the 1000-byte limit"):
+            store.enqueue(blob="x" * 2000)
+        with pytest.raises(rota.ArgumentsError):
+            store.enqueue(data={1, 2})
+        assert app.list_jobs() == []
+
+
+def test_unknown_task_by_name_suggests(app: rota.App) -> None:
+    @app.task(name="shop.make_ticket")
+    def make_ticket(order_id: int) -> None: ...
+
+    with pytest.raises(rota.UnknownTaskError, match=r"Did you mean 'shop\.make_ticket'"):
+        app.enqueue("make_ticket", {"order_id": 1})
+    job = app.enqueue("shop.make_ticket", {"order_id": 1}, priority=2)
+    assert job.priority == 2
+
+
+def test_enqueue_many_is_all_or_nothing(app: rota.App) -> None:
+    @app.task
+    def make_ticket(order_id: int) -> None: ...
+
+    jobs = make_ticket.enqueue_many([{"order_id": i} for i in range(500)])
+    assert [j.args["order_id"] for j in jobs] == list(range(500))
+    assert len({j.id for j in jobs}) == 500
+    with pytest.raises(rota.ArgumentsError, match="item 2"):
+        make_ticket.enqueue_many([{"order_id": 1}, {"order_id": 2}, {"order_id": "x"}])
+    assert len(app.list_jobs(limit=1000)) == 500
+    assert make_ticket.enqueue_many([]) == []
+
+
+def test_scheduled_jobs(app: rota.App) -> None:
+    @app.task
+    def later() -> None: ...
+
+    at = datetime.now(UTC) + timedelta(days=1)
+    a = later.enqueue(at=at)
+    b = later.enqueue(delay=3600)
+    c = later.enqueue(delay=0)
+    assert a.state is rota.JobState.SCHEDULED and abs((a.run_at - at).total_seconds()) < 0.01
+    assert b.state is rota.JobState.SCHEDULED
+    assert c.state is rota.JobState.AVAILABLE
+
+
+def test_same_key_gives_the_same_job(app: rota.App) -> None:
+    @app.task
+    def make_ticket(order_id: int) -> None: ...
+
+    first = make_ticket.enqueue(order_id=1049, key="order-1049")
+    second = make_ticket.enqueue(order_id=1049, key="order-1049")
+    assert first.created and not second.created and second.id == first.id
+    assert len(app.list_jobs()) == 1
+
+
+# --- the caller's own transaction ------------------------------------------------------
+
+
+def test_sqlite_transaction_commit_and_rollback(sqlite_url: str) -> None:
+    with rota.App(sqlite_url) as app:
+        app.migrate()
+
+        @app.task
+        def make_ticket(order_id: int) -> None: ...
+
+        path = app.url.path
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY)")
+
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO orders (id) VALUES (1)")
+        kept = make_ticket.enqueue(order_id=1, conn=conn)
+        conn.execute("COMMIT")
+
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO orders (id) VALUES (2)")
+        make_ticket.enqueue(order_id=2, conn=conn)
+        conn.execute("ROLLBACK")
+
+        assert [j.id for j in app.list_jobs()] == [kept.id]
+        assert conn.execute("SELECT id FROM orders").fetchall() == [(1,)]
+        assert conn.row_factory is None  # rota did not change the caller's connection
+        conn.close()
+
+
+def test_sqlite_default_python_transactions(sqlite_url: str) -> None:
+    """The stdlib default (implicit BEGIN before DML) also works."""
+    with rota.App(sqlite_url) as app:
+        app.migrate()
+
+        @app.task
+        def make_ticket(order_id: int) -> None: ...
+
+        with sqlite3.connect(app.url.path) as conn:  # commits on success
+            make_ticket.enqueue(order_id=1, conn=conn)
+        conn.close()
+        conn = sqlite3.connect(app.url.path)
+        make_ticket.enqueue(order_id=2, conn=conn)
+        conn.rollback()
+        conn.close()
+        assert [j.args for j in app.list_jobs()] == [{"order_id": 1}]
+
+
+def test_postgres_transaction_commit_and_rollback(pg_url: str) -> None:
+    with rota.App(pg_url) as app:
+        app.migrate()
+
+        @app.task
+        def make_ticket(order_id: int) -> None: ...
+
+        with psycopg.connect(pg_url) as conn:
+            conn.execute("CREATE TABLE orders (id int PRIMARY KEY)")
+            conn.commit()
+            conn.execute("INSERT INTO orders VALUES (1)")
+            kept = make_ticket.enqueue(order_id=1, conn=conn)
+            many = make_ticket.enqueue_many([{"order_id": 10}, {"order_id": 11}], conn=conn)
+            conn.commit()
+            conn.execute("INSERT INTO orders VALUES (2)")
+            make_ticket.enqueue(order_id=2, conn=conn)
+            assert len(app.list_jobs()) == 3  # not visible outside the open transaction
+            conn.rollback()
+            ids = sorted(j.id for j in app.list_jobs())
+            assert ids == sorted([kept.id, *(j.id for j in many)])
+            assert conn.execute("SELECT id FROM orders").fetchall() == [(1,)]
+
+
+def test_conn_of_the_wrong_kind_is_refused(database_url: str, tmp_path: object) -> None:
+    with rota.App(database_url) as app:
+        app.migrate()
+
+        @app.task
+        def noop() -> None: ...
+
+        with pytest.raises(rota.ConfigurationError, match="conn= must be"):
+            noop.enqueue(conn=object())

@@ -1,0 +1,59 @@
+"""rota.testing, the helpers users call from their own tests."""
+
+from __future__ import annotations
+
+import pytest
+
+import rota
+from rota import testing
+
+
+def test_drain_runs_everything_including_retries(app: rota.App) -> None:
+    calls: list[int] = []
+
+    @app.task(max_attempts=3, backoff=rota.Backoff(base=60))
+    def flaky(ctx: rota.Context, n: int) -> int:
+        calls.append(n)
+        if ctx.attempt == 1 and n == 0:
+            raise RuntimeError("first try fails")
+        return n
+
+    flaky.enqueue_many([{"n": 0}, {"n": 1}])
+    first = testing.drain(app)
+    assert (first.completed, first.retried) == (1, 1)
+    # The retry waits a minute of backoff; with_scheduled runs it now.
+    second = testing.drain(app, with_scheduled=True)
+    assert second.completed == 1
+    assert sorted(calls) == [0, 0, 1]
+    assert testing.drain(app).ran == 0
+
+
+def test_assert_and_refute_enqueued(app: rota.App) -> None:
+    @app.task(queue="mail")
+    def send(to: str, subject: str = "hi") -> None: ...
+
+    send.enqueue(to="a@example.com")
+    job = testing.assert_enqueued(app, send, {"to": "a@example.com"})
+    assert job.queue == "mail"
+    testing.assert_enqueued(app, send.name)
+    testing.refute_enqueued(app, send, {"to": "b@example.com"})
+    with pytest.raises(AssertionError, match="no waiting"):
+        testing.assert_enqueued(app, send, {"to": "b@example.com"})
+    with pytest.raises(AssertionError, match="expected no such job"):
+        testing.refute_enqueued(app, send)
+
+
+def test_inline_runs_at_once_and_raises_task_errors(app: rota.App) -> None:
+    @app.task
+    def double(n: int) -> int:
+        if n < 0:
+            raise ValueError("negative")
+        return 2 * n
+
+    with testing.inline(app):
+        job = double.enqueue(n=21)
+        assert app.get_job(job.id).result == 42  # type: ignore[union-attr]
+        with pytest.raises(ValueError, match="negative"):
+            double.enqueue(n=-1)
+    later = double.enqueue(n=1)
+    assert app.get_job(later.id).state is rota.JobState.AVAILABLE  # type: ignore[union-attr]

@@ -1,0 +1,32 @@
+"""The state machine: one table of allowed transitions."""
+
+from __future__ import annotations
+
+import pytest
+
+from rota.errors import InvalidTransitionError
+from rota.job import FINISHED_STATES, TRANSITIONS, JobState, check_transition
+
+
+def test_every_state_has_a_row() -> None:
+    assert set(TRANSITIONS) == set(JobState)
+
+
+def test_only_running_jobs_finish() -> None:
+    for state, targets in TRANSITIONS.items():
+        if state is not JobState.RUNNING:
+            assert not (targets & {JobState.COMPLETED, JobState.DISCARDED}), state
+
+
+def test_finished_states_only_restart_by_retry() -> None:
+    for state in FINISHED_STATES:
+        assert TRANSITIONS[state] == {JobState.AVAILABLE}
+        assert state.finished
+
+
+def test_illegal_moves_raise() -> None:
+    check_transition(JobState.AVAILABLE, JobState.RUNNING)
+    with pytest.raises(InvalidTransitionError, match="completed job cannot become running"):
+        check_transition(JobState.COMPLETED, JobState.RUNNING)
+    with pytest.raises(InvalidTransitionError):
+        check_transition(JobState.SCHEDULED, JobState.COMPLETED)

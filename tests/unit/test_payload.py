@@ -1,0 +1,113 @@
+"""JSON-only payloads and argument validation against the task's signature."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Any
+
+import pydantic
+import pytest
+
+from rota.errors import ArgumentsError, PayloadError, TaskDefinitionError
+from rota.payload import ArgsModel, encode
+
+RESERVED = frozenset({"key", "queue"})
+
+
+def model(func: Any, skip_first: bool = False) -> ArgsModel:
+    return ArgsModel(func, skip_first=skip_first, reserved=RESERVED)
+
+
+def test_encode_refuses_non_json_values() -> None:
+    with pytest.raises(PayloadError, match="not JSON"):
+        encode({"x": {1, 2}})
+    with pytest.raises(PayloadError, match="not JSON"):
+        encode({"x": math.nan})
+    with pytest.raises(PayloadError, match="not JSON"):
+        encode({"x": object()})
+
+
+def test_encode_enforces_the_size_limit_in_bytes() -> None:
+    assert encode({"s": "a" * 10}, limit=100)
+    with pytest.raises(PayloadError, match="over the 100-byte limit"):
+        encode({"s": "ü" * 60}, limit=100)  # 60 chars, 120+ bytes
+
+
+def test_typed_arguments_are_validated_and_round_trip() -> None:
+    def f(order_id: int, when: datetime, note: str = "") -> None: ...
+
+    m = model(f)
+    stored = m.dump("f", {"order_id": "42", "when": "2026-03-29T02:30:00+02:00"})
+    assert stored == {"order_id": 42, "when": "2026-03-29T02:30:00+02:00", "note": ""}
+    loaded = m.load("f", stored)
+    assert isinstance(loaded["when"], datetime) and loaded["order_id"] == 42
+
+
+def test_errors_name_the_problem() -> None:
+    def f(order_id: int) -> None: ...
+
+    m = model(f)
+    with pytest.raises(ArgumentsError, match="missing argument 'order_id'"):
+        m.dump("f", {})
+    with pytest.raises(
+        ArgumentsError, match=r"unexpected argument 'orderid' \(the task takes: order_id\)"
+    ):
+        m.dump("f", {"orderid": 1})
+    with pytest.raises(ArgumentsError, match="order_id"):
+        m.dump("f", {"order_id": "forty-two"})
+
+
+def test_untyped_arguments_must_be_json() -> None:
+    def f(payload, items: Any = None) -> None:  # type: ignore[no-untyped-def]
+        ...
+
+    m = model(f)
+    assert m.dump("f", {"payload": {"a": [1, "b", None]}}) == {
+        "payload": {"a": [1, "b", None]},
+        "items": None,
+    }
+    with pytest.raises(ArgumentsError):
+        m.dump("f", {"payload": {1, 2}})
+    with pytest.raises(ArgumentsError):
+        m.dump("f", {"payload": object()})
+
+
+class Order(pydantic.BaseModel):
+    id: int
+    seats: list[str]
+
+
+def test_pydantic_models_as_arguments() -> None:
+    def f(order: Order) -> None: ...
+
+    m = model(f)
+    stored = m.dump("f", {"order": {"id": 1, "seats": ["A1"]}})
+    assert m.load("f", stored)["order"] == Order(id=1, seats=["A1"])
+    with pytest.raises(ArgumentsError, match="seats"):
+        m.dump("f", {"order": {"id": 1}})
+
+
+def test_signatures_that_cannot_be_stored_are_refused_at_definition() -> None:
+    def star(*args: int) -> None: ...
+
+    def kw(**kwargs: int) -> None: ...
+
+    def reserved(key: str) -> None: ...
+
+    def positional(a: int, /) -> None: ...
+
+    class Opaque:
+        pass
+
+    def opaque(x: Opaque) -> None: ...
+
+    for func in (star, kw, reserved, positional, opaque):
+        with pytest.raises(TaskDefinitionError):
+            model(func)
+
+
+def test_context_parameter_is_skipped() -> None:
+    def f(ctx: object, n: int) -> None: ...
+
+    assert model(f, skip_first=True).names == ("n",)
