@@ -250,6 +250,8 @@ class SQLiteDriver:
     def job_fetch_available(
         self, queue: str, limit: int, worker: str, lease_seconds: float
     ) -> list[Job]:
+        if not self._read("job_peek_available", {"queue": queue})[0][0]:
+            return []
         params = {"queue": queue, "limit": limit, "worker": worker, "lease": lease_seconds}
         with self._write() as db:
             rows = db.execute(_Q["job_fetch_available"], params).fetchall()

@@ -29,6 +29,10 @@ SELECT j.* FROM rota_jobs j
 JOIN unnest(%(tasks)s::text[], %(keys)s::text[]) AS k(task, key)
   ON j.task = k.task AND j.key = k.key
 
+-- name: job_peek_available
+-- Whether a queue has a runnable job (kept for parity; the claim itself is cheap here).
+SELECT EXISTS (SELECT 1 FROM rota_jobs WHERE state = 'available' AND queue = %(queue)s)
+
 -- name: job_fetch_available
 -- Claim up to `limit` runnable jobs of one queue, each with a fresh lease token.
 WITH picked AS (

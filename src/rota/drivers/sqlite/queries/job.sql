@@ -13,6 +13,11 @@ RETURNING *
 -- The existing job for a (task, key) pair whose insert met a conflict.
 SELECT * FROM rota_jobs WHERE task = :task AND key = :key
 
+-- name: job_peek_available
+-- Whether a queue has a runnable job: a WAL read that takes no lock, so idle polling
+-- and wake-ups from other processes' commits do not contend for the write lock.
+SELECT EXISTS (SELECT 1 FROM rota_jobs WHERE state = 'available' AND queue = :queue)
+
 -- name: job_fetch_available
 -- Claim up to `limit` runnable jobs of one queue, each with a fresh lease token.
 UPDATE rota_jobs

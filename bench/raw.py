@@ -1,0 +1,191 @@
+"""The raw-SQL baseline: one process, one connection, no framework. It drains the same
+rota_jobs table (same schema, same jobs) with a claim of 100 and a batched, fenced
+complete, in a tight loop:
+
+    claim 100 (one statement, one transaction) -> call a no-op per job ->
+    complete the 100 (one statement, one transaction) -> repeat until empty
+
+`lean` statements are what a hand-written queue would run: rota's claim returning only
+the columns a runner needs, and a complete that sets the final state (no history entry).
+`rota` statements are rota's own claim and complete SQL, loaded from its query files and
+run from the same loop: the gap between `rota` and the real worker is the Python cost of
+the framework; the gap between `lean` and `rota` is the cost of rota's SQL.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from psycopg.rows import dict_row
+
+from bench.db import pg_connect, sqlite_connect
+from bench.tasks import QUEUE
+
+BATCH = 100
+LEASE_SECONDS = 30.0
+
+PG_CLAIM = """
+WITH picked AS (
+    SELECT id FROM rota_jobs
+    WHERE state = 'available' AND queue = %(queue)s
+      AND NOT EXISTS (SELECT 1 FROM rota_queues q WHERE q.name = %(queue)s AND q.paused)
+    ORDER BY priority, run_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE rota_jobs AS j
+SET state = 'running',
+    attempt = j.attempt + 1,
+    attempted_at = now(),
+    worker = %(worker)s,
+    lease_token = gen_random_uuid(),
+    lease_expires_at = now() + make_interval(secs => %(lease)s)
+FROM picked
+WHERE j.id = picked.id
+RETURNING j.id, j.task, j.args, j.lease_token
+"""
+
+PG_COMPLETE = """
+UPDATE rota_jobs AS j
+SET state = 'completed', finished_at = now(), lease_token = NULL, lease_expires_at = NULL
+FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[]) AS c(id, token)
+WHERE j.id = c.id AND j.lease_token = c.token AND j.state = 'running'
+"""
+
+SQLITE_NOW = "(julianday('now') - 2440587.5) * 86400.0"
+
+SQLITE_CLAIM = f"""
+UPDATE rota_jobs
+SET state = 'running',
+    attempt = attempt + 1,
+    attempted_at = {SQLITE_NOW},
+    worker = :worker,
+    lease_token = lower(hex(randomblob(16))),
+    lease_expires_at = {SQLITE_NOW} + :lease
+WHERE id IN (
+    SELECT id FROM rota_jobs
+    WHERE state = 'available' AND queue = :queue
+      AND NOT EXISTS (SELECT 1 FROM rota_queues q WHERE q.name = :queue AND q.paused)
+    ORDER BY priority, run_at, id
+    LIMIT :limit
+)
+RETURNING id, task, args, lease_token
+"""
+
+SQLITE_COMPLETE = f"""
+UPDATE rota_jobs
+SET state = 'completed', finished_at = {SQLITE_NOW}, lease_token = NULL, lease_expires_at = NULL
+FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS token
+      FROM json_each(:batch)) AS c
+WHERE rota_jobs.id = c.id AND rota_jobs.lease_token = c.token AND rota_jobs.state = 'running'
+"""
+
+_COMPLETED_ENTRY = json.dumps({"outcome": "completed"})
+
+
+def noop(n: int = 0) -> None:
+    return None
+
+
+def statements(dialect: str, variant: str) -> tuple[str, str]:
+    """(claim, complete) SQL for `dialect`: the lean baseline, or rota's own."""
+    if variant == "lean":
+        return (PG_CLAIM, PG_COMPLETE) if dialect == "postgres" else (SQLITE_CLAIM, SQLITE_COMPLETE)
+    from rota.drivers import queries
+
+    named = queries.load(dialect)
+    return named["job_fetch_available"], named["job_complete_many"]
+
+
+def _pg_complete_params(variant: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    ids = [r["id"] for r in rows]
+    tokens = [r["lease_token"] for r in rows]
+    if variant == "lean":
+        return {"ids": ids, "tokens": tokens}
+    n = len(rows)
+    return {
+        "ids": ids,
+        "tokens": tokens,
+        "states": ["completed"] * n,
+        "delays": [None] * n,
+        "results": [None] * n,
+        "entries": [_COMPLETED_ENTRY] * n,
+        "refunds": [False] * n,
+    }
+
+
+def _sqlite_complete_params(variant: str, rows: list[tuple[Any, ...]]) -> dict[str, Any]:
+    if variant == "lean":
+        return {"batch": json.dumps([[r[0], r[1]] for r in rows])}
+    batch = [
+        {
+            "id": job_id,
+            "token": token,
+            "state": "completed",
+            "delay": None,
+            "result": None,
+            "entry": _COMPLETED_ENTRY,
+            "refund": 0,
+        }
+        for job_id, token in rows
+    ]
+    return {"batch": json.dumps(batch)}
+
+
+def drain_child(dialect: str, url: str, sqlite_path: str, variant: str, jobs: int) -> dict[str, Any]:
+    """Child-process entry: drain the table; return the elapsed seconds and counts."""
+    claim_sql, complete_sql = statements(dialect, variant)
+    worker = f"raw-{uuid.uuid4().hex[:6]}"
+    params = {"queue": QUEUE, "limit": BATCH, "worker": worker, "lease": LEASE_SECONDS}
+    run: Callable[[], tuple[int, int]]
+    if dialect == "postgres":
+        conn = pg_connect(url, row_factory=dict_row)
+
+        def run() -> tuple[int, int]:
+            done = batches = 0
+            while True:
+                rows = conn.execute(claim_sql, params).fetchall()
+                if not rows:
+                    return done, batches
+                for row in rows:
+                    noop(**row["args"])
+                conn.execute(complete_sql, _pg_complete_params(variant, rows))
+                done += len(rows)
+                batches += 1
+
+        close = conn.close
+    else:
+        db = sqlite_connect(sqlite_path)
+        db.row_factory = sqlite3.Row
+
+        def run() -> tuple[int, int]:
+            done = batches = 0
+            while True:
+                db.execute("BEGIN IMMEDIATE")
+                claimed = db.execute(claim_sql, params).fetchall()
+                db.execute("COMMIT")
+                if not claimed:
+                    return done, batches
+                rows = []
+                for row in claimed:
+                    noop(**json.loads(row["args"]))
+                    rows.append((row["id"], row["lease_token"]))
+                db.execute("BEGIN IMMEDIATE")
+                db.execute(complete_sql, _sqlite_complete_params(variant, rows)).fetchall()
+                db.execute("COMMIT")
+                done += len(rows)
+                batches += 1
+
+        close = db.close
+    try:
+        started = time.perf_counter()
+        done, batches = run()
+        elapsed = time.perf_counter() - started
+    finally:
+        close()
+    return {"elapsed": elapsed, "completed": done, "batches": batches}
