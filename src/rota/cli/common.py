@@ -13,18 +13,25 @@ import click
 from rich.console import Console
 
 from rota.app import App
+from rota.drivers.url import parse as parse_url
 from rota.errors import ConfigurationError, RotaError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 console = Console()
-err_console = Console(stderr=True)
+# Errors and notices stay one line however long (log collectors split on newlines).
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 def load_app(app_path: str | None, database_url: str | None) -> App:
     """`--app pkg.module:attr` imports the user's app; `--database-url` alone gives an
     app without tasks (enough to inspect and act on jobs)."""
     app_path = app_path or os.environ.get("ROTA_APP")
+    if database_url:
+        try:
+            parse_url(database_url)
+        except ConfigurationError as exc:
+            raise click.BadParameter(str(exc), param_hint="--database-url") from None
     if app_path:
         module_name, _, attr = app_path.partition(":")
         if not module_name or not attr:
@@ -33,12 +40,21 @@ def load_app(app_path: str | None, database_url: str | None) -> App:
             )
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())  # like `python -m`, find modules in the cwd
+        saved_url = os.environ.get("ROTA_DATABASE_URL")
+        if database_url:
+            # A module doing `app = rota.App()` reads the URL at import: give it this one.
+            os.environ["ROTA_DATABASE_URL"] = database_url
         try:
             module = importlib.import_module(module_name)
-        except ImportError as exc:
+        except (ImportError, ConfigurationError) as exc:
             raise click.BadParameter(
                 f"cannot import {module_name!r}: {exc}", param_hint="--app"
             ) from None
+        finally:
+            if saved_url is None:
+                os.environ.pop("ROTA_DATABASE_URL", None)
+            else:
+                os.environ["ROTA_DATABASE_URL"] = saved_url
         app = getattr(module, attr, None)
         if not isinstance(app, App):
             raise click.BadParameter(

@@ -48,26 +48,33 @@ def ls(app_path: str | None, database_url: str | None, as_json: bool) -> None:
     console.print(table)
 
 
-def _set_paused(app_path: str | None, database_url: str | None, name: str, paused: bool) -> None:
+def _set_paused(
+    app_path: str | None, database_url: str | None, name: str, paused: bool, as_json: bool
+) -> None:
     app = load_app(app_path, database_url)
     try:
         run_guarded(lambda: app.pause_queue(name) if paused else app.resume_queue(name))
     finally:
         app.close()
-    click.echo(f"queue {name} {'paused' if paused else 'resumed'}")
+    if as_json:
+        print_json({"name": name, "paused": paused})
+    else:
+        click.echo(f"queue {name} {'paused' if paused else 'resumed'}")
 
 
 @queues.command()
 @app_options
 @click.argument("name")
-def pause(app_path: str | None, database_url: str | None, name: str) -> None:
+@json_option
+def pause(app_path: str | None, database_url: str | None, name: str, as_json: bool) -> None:
     """Stop starting jobs from NAME (running ones finish; survives restarts)."""
-    _set_paused(app_path, database_url, name, True)
+    _set_paused(app_path, database_url, name, True, as_json)
 
 
 @queues.command()
 @app_options
 @click.argument("name")
-def resume(app_path: str | None, database_url: str | None, name: str) -> None:
+@json_option
+def resume(app_path: str | None, database_url: str | None, name: str, as_json: bool) -> None:
     """Start jobs from NAME again."""
-    _set_paused(app_path, database_url, name, False)
+    _set_paused(app_path, database_url, name, False, as_json)

@@ -120,8 +120,8 @@ class Executor:
         coro = task.func(ctx, **kwargs) if task.takes_context else task.func(**kwargs)
         current = asyncio.current_task()
         if current is not None:
-            loop = asyncio.get_running_loop()
-            ctx.on_cancel(lambda: loop.call_soon_threadsafe(current.cancel))
+            # request_cancel runs on the loop, so the task can be cancelled directly.
+            ctx.on_cancel(current.cancel)
         timeout = task.policy.timeout
         if timeout is None:
             return await coro
@@ -149,8 +149,7 @@ class Executor:
             if ctx.cancel_reason != "cancelled" and not stop.done():
                 stop.set_result(None)
 
-        loop = asyncio.get_running_loop()
-        ctx.on_cancel(lambda: loop.call_soon_threadsafe(on_cancel))
+        ctx.on_cancel(on_cancel)
         done, _ = await asyncio.wait(
             {waiter, stop}, timeout=task.policy.timeout, return_when=asyncio.FIRST_COMPLETED
         )

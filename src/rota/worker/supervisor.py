@@ -32,6 +32,10 @@ def supervise(argv: list[str], processes: int) -> int:
     while True:
         if all(child.poll() is not None for child in children):
             codes = [child.returncode for child in children]
+            if EXIT_SCHEMA in codes:
+                # The others were stopped because of it (maybe by SIGTERM before their
+                # handlers were installed): the schema is the reason to report.
+                return EXIT_SCHEMA
             return 0 if stopping and all(c == 0 for c in codes) else max(codes, key=abs)
         for i, child in enumerate(children):
             code = child.poll()

@@ -64,6 +64,7 @@ def _attempt(entry: dict[str, Any]) -> Attempt:
 
 def job_from_row(row: sqlite3.Row, *, created: bool = True) -> Job:
     result = row["result"]
+    history = row["history"]
     return Job(
         id=row["id"],
         task=row["task"],
@@ -83,7 +84,7 @@ def job_from_row(row: sqlite3.Row, *, created: bool = True) -> Job:
         lease_expires_at=_ts(row["lease_expires_at"]),
         cancel_requested=bool(row["cancel_requested"]),
         result=None if result is None else json.loads(result),
-        history=tuple(_attempt(e) for e in json.loads(row["history"])),
+        history=() if history == "[]" else tuple(_attempt(e) for e in json.loads(history)),
         created=created,
     )
 
@@ -107,6 +108,9 @@ class SQLiteDriver:
         self._idle: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        # Writers in one process queue here instead of in SQLite's busy handler, which
+        # sleeps in steps of up to 100 ms: two of our own threads must never wait that way.
+        self._write_lock = threading.Lock()
         self._closed = False
 
     # --- connections ------------------------------------------------------------------
@@ -161,7 +165,7 @@ class SQLiteDriver:
             cursor.row_factory = sqlite3.Row
             yield cursor
             return
-        with self._conn() as own:
+        with self._write_lock, self._conn() as own:
             try:
                 own.execute("BEGIN IMMEDIATE")
                 cursor = own.cursor()

@@ -38,6 +38,8 @@ RETURNING *
 
 -- name: job_complete_many
 -- Write attempt outcomes (a JSON array), each fenced by its lease token; returns ids accepted.
+-- The unary + on state keeps SQLite from driving the join from the state index
+-- (a nested loop over every running job); it must look rows up by id from the batch.
 UPDATE rota_jobs
 SET state = c.state,
     run_at = CASE WHEN c.delay IS NULL THEN rota_jobs.run_at
@@ -56,7 +58,7 @@ FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.token') A
              json_extract(value, '$.delay') AS delay, json_extract(value, '$.result') AS result,
              json_extract(value, '$.entry') AS entry, json_extract(value, '$.refund') AS refund
       FROM json_each(:batch)) AS c
-WHERE rota_jobs.id = c.id AND rota_jobs.lease_token = c.token AND rota_jobs.state = 'running'
+WHERE rota_jobs.id = c.id AND rota_jobs.lease_token = c.token AND +rota_jobs.state = 'running'
 RETURNING rota_jobs.id, rota_jobs.state, rota_jobs.queue
 
 -- name: job_lease_renew
@@ -64,7 +66,7 @@ RETURNING rota_jobs.id, rota_jobs.state, rota_jobs.queue
 UPDATE rota_jobs
 SET lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :lease
 FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS token FROM json_each(:leases)) AS c
-WHERE rota_jobs.id = c.id AND rota_jobs.lease_token = c.token AND rota_jobs.state = 'running'
+WHERE rota_jobs.id = c.id AND rota_jobs.lease_token = c.token AND +rota_jobs.state = 'running'
 RETURNING rota_jobs.id, rota_jobs.lease_token, rota_jobs.cancel_requested
 
 -- name: job_rescue_expired
