@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, ParamSpec, TypeVar, overload
 
 from rota.drivers import Driver, open_driver
@@ -87,6 +88,8 @@ class App:
         backoff: Backoff | None = None,
         timeout: float | None = None,
         permanent: Sequence[type[BaseException]] = (),
+        key_ttl: float | None = 24 * 3600.0,
+        key_states: Iterable[JobState | str] | None = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
     def task(
@@ -101,6 +104,8 @@ class App:
         backoff: Backoff | None = None,
         timeout: float | None = None,
         permanent: Sequence[type[BaseException]] = (),
+        key_ttl: float | None = 24 * 3600.0,
+        key_states: Iterable[JobState | str] | None = None,
     ) -> Any:
         """Register a task: `@app.task` or `@app.task(queue="tickets", max_attempts=5)`."""
         policy = TaskPolicy(
@@ -110,6 +115,8 @@ class App:
             backoff=backoff or Backoff(),
             timeout=timeout,
             permanent=tuple(permanent),
+            key_ttl=key_ttl,
+            key_states=None if key_states is None else frozenset(_state(s) for s in key_states),
         )
 
         def register(fn: Callable[..., Any]) -> Task[Any, Any]:
@@ -148,6 +155,30 @@ class App:
         if self._inline_runner is not None:
             self._inline_runner(jobs)
         return jobs
+
+    # --- your own transactions and the inbox ------------------------------------------------
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """A connection of the app's database in a transaction that commits when the
+        block exits cleanly (psycopg on PostgreSQL, sqlite3 on SQLite). Pass it as
+        `conn=` to enqueue, or to `inbox_record`."""
+        return self.driver.transaction()
+
+    def inbox_record(self, conn: Any, source: str, message_id: str) -> bool:
+        """Record an outside message (a broker delivery) as handled, in `conn`'s
+        transaction. False means it was recorded before: skip the effect.
+
+            with app.transaction() as conn:
+                if app.inbox_record(conn, "rabbitmq:orders", message_id):
+                    apply(conn, message)
+        """
+        if not isinstance(source, str) or not source or len(source) > 200:
+            raise ArgumentsError("inbox source must be a non-empty string (at most 200 chars)")
+        if not isinstance(message_id, str) or not message_id or len(message_id) > 512:
+            raise ArgumentsError("message_id must be a non-empty string (at most 512 chars)")
+        if conn is None:
+            raise ArgumentsError("inbox_record needs conn=: the transaction of the effect")
+        return self.driver.inbox_record(conn, source, message_id)
 
     # --- inspect and act ----------------------------------------------------------------
 

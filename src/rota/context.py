@@ -1,13 +1,27 @@
-"""What a running task sees: its job, its attempt, cancellation and heartbeats."""
+"""What a running task sees: its job and attempt, cancellation and heartbeats, and the
+tools for exactly-once effects: a transaction that commits with the job's completion,
+durable steps, idempotency keys and checkpoints."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import hashlib
+import json
 import logging
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from rota.job import Job
+from rota.errors import LeaseLostError, RotaError
+from rota.job import Job, JobState
+from rota.payload import encode
+
+if TYPE_CHECKING:
+    from rota.drivers.base import Driver
+
+T = TypeVar("T")
+_COMPLETED_IN_TRANSACTION = json.dumps({"outcome": "completed", "message": "ctx.transaction()"})
 
 _task_log = logging.getLogger("rota.task")
 
@@ -21,11 +35,16 @@ class Context:
     __slots__ = (
         "_cancel_callbacks",
         "_cancelled",
+        "_driver",
         "_event",
         "_log",
         "_nudge",
+        "_steps",
         "cancel_reason",
+        "completed_in_transaction",
+        "draining",
         "job",
+        "last_checkpoint",
         "worker_id",
     )
 
@@ -34,11 +53,19 @@ class Context:
         job: Job,
         *,
         worker_id: str,
+        driver: Driver | None = None,
         nudge: Callable[[], None] | None = None,
     ) -> None:
         self.job = job
         self.worker_id = worker_id
+        self._driver = driver
         self._nudge = nudge
+        self._steps: dict[str, Any] | None = None
+        # The value the last attempt stored with checkpoint(): resume from here.
+        self.last_checkpoint: Any = job.checkpoint
+        # True once the worker got SIGTERM: checkpoint soon, the grace period is running.
+        self.draining = False
+        self.completed_in_transaction = False
         self._cancelled = False
         self._event: threading.Event | None = None
         self._cancel_callbacks: list[Callable[[], Any]] | None = None
@@ -103,3 +130,98 @@ class Context:
         self._cancel_callbacks.append(callback)
         if self._cancelled:
             callback()
+
+    # --- exactly-once tools ---------------------------------------------------------------
+
+    @property
+    def driver(self) -> Driver:
+        if self._driver is None:
+            raise RotaError("this context has no database (it was not made by a worker)")
+        return self._driver
+
+    @property
+    def lease_token(self) -> str:
+        return self.job.lease_token or ""
+
+    def idempotency_key(self, name: str) -> str:
+        """A key for `name` that is the same on every attempt of this job and differs
+        between jobs: pass it to outside APIs that deduplicate requests by key."""
+        job = self.job
+        seed = f"rota|{job.task}|{job.id}|{job.created_at.isoformat()}|{name}"
+        return hashlib.sha256(seed.encode()).hexdigest()[:32]
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """A database connection whose transaction commits together with this job's
+        completion: the writes made in the block happen exactly once.
+
+        When the block exits cleanly the job is marked completed in the same transaction
+        (fenced by the lease token); if this attempt lost its lease, everything rolls
+        back and LeaseLostError is raised. What the task returns afterwards is not
+        stored, and an error raised after the block no longer fails the job."""
+        if self.completed_in_transaction:
+            raise RotaError("ctx.transaction() completes the job: use it once per attempt")
+        from rota.drivers.base import Completion
+
+        completion = Completion(
+            self.job.id, self.lease_token, JobState.COMPLETED, _COMPLETED_IN_TRANSACTION
+        )
+        with self.driver.transaction() as conn:
+            yield conn
+            if not self.driver.job_complete_many([completion], conn=conn):
+                raise LeaseLostError(
+                    f"job {self.job.id} attempt {self.job.attempt} lost its lease; "
+                    "the transaction was rolled back"
+                )
+        self.completed_in_transaction = True
+
+    def _recorded_steps(self) -> dict[str, Any]:
+        if self._steps is None:
+            self._steps = self.driver.step_list(self.job.id)
+        return self._steps
+
+    def step(self, name: str, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Run `func(*args, **kwargs)` once for this job and record its JSON result.
+
+        On a retry the recorded result is returned and `func` is not called again. The
+        record is written after `func` returns, so a crash in between runs it again:
+        give outside calls `ctx.idempotency_key(name)` to make that harmless."""
+        recorded = self._recorded_steps()
+        if name in recorded:
+            return recorded[name]  # type: ignore[no-any-return]
+        result = func(*args, **kwargs)
+        self._record_step(name, result)
+        return result
+
+    async def step_async(
+        self, name: str, func: Callable[..., Awaitable[T]], /, *args: Any, **kwargs: Any
+    ) -> T:
+        """`step` for async tasks: `await ctx.step_async("charge", charge, order)`."""
+        recorded = await asyncio.to_thread(self._recorded_steps)
+        if name in recorded:
+            return recorded[name]  # type: ignore[no-any-return]
+        result = await func(*args, **kwargs)
+        await asyncio.to_thread(self._record_step, name, result)
+        return result
+
+    def _record_step(self, name: str, result: Any) -> None:
+        if not isinstance(name, str) or not name:
+            raise RotaError("a step needs a non-empty name")
+        result_json = encode(result, what=f"the result of step {name!r}")
+        if not self.driver.step_record(self.job.id, self.lease_token, name, result_json):
+            raise LeaseLostError(
+                f"job {self.job.id} lost its lease before step {name!r} was recorded"
+            )
+        self._recorded_steps()[name] = json.loads(result_json)
+
+    def checkpoint(self, value: Any) -> None:
+        """Store `value` (JSON) durably; a retry of this job reads it as
+        `ctx.last_checkpoint` and can resume there. Raises LeaseLostError if another
+        worker owns the job now."""
+        value_json = encode(value, what="the checkpoint")
+        if not self.driver.job_checkpoint(self.job.id, self.lease_token, value_json):
+            raise LeaseLostError(f"job {self.job.id} lost its lease; checkpoint refused")
+        self.last_checkpoint = json.loads(value_json)
+
+    async def checkpoint_async(self, value: Any) -> None:
+        await asyncio.to_thread(self.checkpoint, value)

@@ -48,6 +48,11 @@ class TaskTimeoutError(RotaError):
     """A task ran longer than its timeout."""
 
 
+class LeaseLostError(RotaError):
+    """This attempt no longer owns its job (the lease expired and it was rescued, or
+    the job was completed already); its writes are refused so they cannot happen twice."""
+
+
 # --- control flow raised by tasks -------------------------------------------
 
 

@@ -116,6 +116,7 @@ class Job:
     cancel_requested: bool = False
     result: Any = None
     history: tuple[Attempt, ...] = field(default=())
+    checkpoint: Any = None  # the last value stored with ctx.checkpoint()
     # False when enqueue found an existing job with the same idempotency key.
     created: bool = True
 
@@ -141,5 +142,6 @@ class Job:
             ),
             "cancel_requested": self.cancel_requested,
             "result": self.result,
+            "checkpoint": self.checkpoint,
             "history": [a.to_json() for a in self.history],
         }

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from rota.drivers.base import JobInsert
 from rota.errors import ArgumentsError, TaskDefinitionError
-from rota.job import Job
+from rota.job import Job, JobState
 from rota.payload import ArgsModel, encode
 from rota.retry import Backoff
 
@@ -39,6 +39,11 @@ class TaskPolicy:
     backoff: Backoff = field(default_factory=Backoff)
     timeout: float | None = None  # seconds per attempt
     permanent: tuple[type[BaseException], ...] = ()  # errors that are never retried
+    # Idempotency keys: a key blocks a second job for `key_ttl` seconds after its job was
+    # created (None: until the job is pruned), and only while that job is in `key_states`
+    # (None: in any state).
+    key_ttl: float | None = 24 * 3600.0
+    key_states: frozenset[JobState] | None = None
 
     def __post_init__(self) -> None:
         check_queue_name(self.queue, TaskDefinitionError)
@@ -46,6 +51,12 @@ class TaskPolicy:
         check_max_attempts(self.max_attempts, TaskDefinitionError)
         if self.timeout is not None and not (self.timeout > 0 and math.isfinite(self.timeout)):
             raise TaskDefinitionError("timeout must be a positive number of seconds or None")
+        if self.key_ttl is not None and not (self.key_ttl > 0 and math.isfinite(self.key_ttl)):
+            raise TaskDefinitionError("key_ttl must be a positive number of seconds or None")
+        if self.key_states is not None and (
+            not self.key_states or not all(isinstance(s, JobState) for s in self.key_states)
+        ):
+            raise TaskDefinitionError("key_states must be a non-empty set of rota.JobState")
         for exc_type in self.permanent:
             if not (isinstance(exc_type, type) and issubclass(exc_type, BaseException)):
                 raise TaskDefinitionError(f"permanent= takes exception classes, not {exc_type!r}")
@@ -224,4 +235,10 @@ class Task(Generic[P, R]):
             key=key,
             at=at,
             delay=None if delay is None else float(delay),
+            key_ttl=self.policy.key_ttl,
+            key_states=(
+                None
+                if self.policy.key_states is None
+                else tuple(sorted(str(s) for s in self.policy.key_states))
+            ),
         )

@@ -63,7 +63,8 @@ def drain(
             if not batch:
                 break
             for job in batch:
-                execution = asyncio.run(executor.run(job, Context(job, worker_id=worker_id)))
+                ctx = Context(job, worker_id=worker_id, driver=app.driver)
+                execution = asyncio.run(executor.run(job, ctx))
                 if execution.completion is None:
                     continue
                 app.driver.job_complete_many([execution.completion])
@@ -106,7 +107,7 @@ def inline(app: App) -> Iterator[None]:
 
 
 def _run_inline(app: App, job: Job) -> None:
-    ctx = Context(job, worker_id="rota.testing.inline")
+    ctx = Context(job, worker_id="rota.testing.inline", driver=app.driver)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         execution = asyncio.run(Executor(app, pool).run(job, ctx))
     if execution.completion is not None:

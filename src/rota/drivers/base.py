@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -27,6 +28,10 @@ class JobInsert:
     key: str | None = None
     at: datetime | None = None
     delay: float | None = None
+    # An active key blocks a second job; it is released once `key_ttl` seconds have
+    # passed since its job was created, or when the job leaves `key_states`.
+    key_ttl: float | None = None
+    key_states: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -92,11 +97,19 @@ class Driver(Protocol):
 
     def close(self) -> None: ...
 
+    def inbox_prune(self, age: float, limit: int) -> int: ...
+
+    def inbox_record(self, conn: Any, source: str, message_id: str) -> bool: ...
+
     def db_now(self) -> datetime: ...
 
     def job_cancel(self, job_id: int) -> Job: ...
 
-    def job_complete_many(self, completions: Sequence[Completion]) -> set[int]: ...
+    def job_checkpoint(self, job_id: int, lease_token: str, value_json: str) -> bool: ...
+
+    def job_complete_many(
+        self, completions: Sequence[Completion], conn: Any = None
+    ) -> set[int]: ...
 
     def job_fetch_available(
         self, queue: str, limit: int, worker: str, lease_seconds: float
@@ -133,6 +146,12 @@ class Driver(Protocol):
     def schema_migrate(self) -> list[int]: ...
 
     def schema_version(self) -> int: ...
+
+    def step_list(self, job_id: int) -> dict[str, Any]: ...
+
+    def step_record(self, job_id: int, lease_token: str, name: str, result_json: str) -> bool: ...
+
+    def transaction(self) -> AbstractContextManager[Any]: ...
 
 
 def wake_all(wake: WakeFunc) -> None:

@@ -12,6 +12,7 @@ from rota.maintenance.service import PeriodicService
 @dataclass(frozen=True)
 class PruneReport:
     deleted: int
+    inbox_deleted: int = 0
 
 
 class Pruner(PeriodicService):
@@ -19,12 +20,20 @@ class Pruner(PeriodicService):
     batch = 5000
 
     def __init__(
-        self, driver: Driver, interval: float, *, completed_age: float, discarded_age: float
+        self,
+        driver: Driver,
+        interval: float,
+        *,
+        completed_age: float,
+        discarded_age: float,
+        inbox_age: float = 7 * 24 * 3600.0,
     ) -> None:
         super().__init__(driver, interval)
         self.completed_age = completed_age
         self.discarded_age = discarded_age
+        self.inbox_age = inbox_age
 
     def run_once(self) -> PruneReport:
         deleted = self.driver.job_prune_finished(self.completed_age, self.discarded_age, self.batch)
-        return PruneReport(deleted=deleted)
+        inbox_deleted = self.driver.inbox_prune(self.inbox_age, self.batch)
+        return PruneReport(deleted=deleted, inbox_deleted=inbox_deleted)

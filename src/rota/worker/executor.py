@@ -17,6 +17,7 @@ from rota.drivers.base import Completion
 from rota.errors import (
     ArgumentsError,
     Discard,
+    LeaseLostError,
     PayloadError,
     Retry,
     Snooze,
@@ -39,6 +40,7 @@ class Execution:
     # A sync task that outlived its timeout or the shutdown grace still occupies a thread.
     straggler: concurrent.futures.Future[Any] | None = None
     error: BaseException | None = None  # what the task raised, for rota.testing.inline
+    completed: bool = False  # already completed inside ctx.transaction()
 
 
 def _entry(
@@ -97,8 +99,17 @@ class Executor:
         except _TimedOut as timed_out:
             completion = self._failure(job, token, timed_out.error, task)
             return Execution(completion, timed_out.future, timed_out.error)
+        except LeaseLostError as exc:
+            log.warning("job %s: %s", job.id, exc)
+            return Execution(None, error=exc)  # another worker owns it; nothing to write
         except Exception as exc:
+            if ctx.completed_in_transaction:
+                # The job's effects and completion already committed together.
+                log.warning("job %s raised after ctx.transaction() completed it: %r", job.id, exc)
+                return Execution(None, error=exc, completed=True)
             return Execution(self._raised(job, token, ctx, task, exc), error=exc)
+        if ctx.completed_in_transaction:
+            return Execution(None, straggler, completed=True)
         try:
             result_json = (
                 None

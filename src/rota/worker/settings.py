@@ -60,6 +60,7 @@ class WorkerSettings:
     prune_interval: float = 60.0
     completed_retention: float = 24 * 3600.0
     discarded_retention: float = 14 * 24 * 3600.0
+    inbox_retention: float = 7 * 24 * 3600.0  # how long outside message ids are remembered
     threads: int | None = None  # sync-task threads; default: total concurrency
     db_threads: int = 4
 

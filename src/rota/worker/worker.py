@@ -71,6 +71,7 @@ class Worker:
                 self.settings.prune_interval,
                 completed_age=self.settings.completed_retention,
                 discarded_age=self.settings.discarded_retention,
+                inbox_age=self.settings.inbox_retention,
             ),
         ]
 
@@ -163,6 +164,8 @@ class Worker:
             await self._stop.wait()
         finally:
             self.ready = False
+            for _, ctx in self._running.values():
+                ctx.draining = True  # tasks may checkpoint before the grace period ends
             for fetcher in self.fetchers.values():
                 fetcher.wake()
             await asyncio.gather(*fetch_tasks, return_exceptions=True)
@@ -215,7 +218,9 @@ class Worker:
     # --- jobs ---------------------------------------------------------------------------
 
     def _start_job(self, job: Job, fetcher: Fetcher) -> None:
-        ctx = Context(job, worker_id=self.id, nudge=self.heartbeater.nudge)
+        ctx = Context(job, worker_id=self.id, driver=self.driver, nudge=self.heartbeater.nudge)
+        if self._stop.is_set():
+            ctx.draining = True
         self.heartbeater.track(job.id, job.lease_token or "", ctx)
         task = asyncio.create_task(self._run_job(job, ctx, fetcher))
         self._running[job.id] = (task, ctx)
@@ -230,6 +235,8 @@ class Worker:
                 self.completer.submit(execution.completion)
             else:
                 self.heartbeater.untrack(job.id)
+                if execution.completed:
+                    self.completed += 1
         except BaseException:
             log.exception("job %s crashed the executor; its lease will expire", job.id)
             self.heartbeater.untrack(job.id)

@@ -84,9 +84,14 @@ def job_from_row(row: dict[str, Any], *, created: bool = True) -> Job:
         lease_expires_at=row["lease_expires_at"],
         cancel_requested=row["cancel_requested"],
         result=row["result"],
+        checkpoint=row["checkpoint"],
         history=tuple(_attempt(e) for e in row["history"]),
         created=created,
     )
+
+
+def _states(states: tuple[str, ...] | None) -> str | None:
+    return None if states is None else ",".join(states)
 
 
 def _aware(value: datetime | None) -> datetime | None:
@@ -207,21 +212,30 @@ class PostgresDriver:
     def job_insert_many(self, rows: Sequence[JobInsert], conn: Any = None) -> list[Job]:
         if not rows:
             return []
-        params = {
-            "tasks": [r.task for r in rows],
-            "queues": [r.queue for r in rows],
-            "args": [r.args_json for r in rows],
-            "priorities": [r.priority for r in rows],
-            "max_attempts": [r.max_attempts for r in rows],
-            "keys": [r.key for r in rows],
-            "ats": [_aware(r.at) for r in rows],
-            "delays": [r.delay for r in rows],
-        }
         result: list[Job | None] = [None] * len(rows)
         with self._tx(conn) as cur:
-            cur.execute(_Q["job_insert_many"], params)
-            for record in cur.fetchall():
-                result[record["ord"] - 1] = job_from_row(record)
+            pending = list(range(len(rows)))
+            # A conflicting key may be stale (past its window, or its job left the guarded
+            # states): release those and insert again. Twice is enough; a third conflict
+            # means another transaction took the key just now, and its job is the answer.
+            for _ in range(2):
+                self._insert_rows(cur, rows, pending, result)
+                conflicts = [i for i in pending if result[i] is None]
+                if not conflicts:
+                    break
+                cur.execute(
+                    _Q["job_release_keys"],
+                    {
+                        "tasks": [rows[i].task for i in conflicts],
+                        "keys": [rows[i].key for i in conflicts],
+                        "ttls": [rows[i].key_ttl for i in conflicts],
+                        "states": [_states(rows[i].key_states) for i in conflicts],
+                    },
+                )
+                released = {(r["task"], r["key"]) for r in cur.fetchall()}
+                pending = [i for i in conflicts if (rows[i].task, rows[i].key) in released]
+                if not pending:
+                    break
             missing = [i for i, job in enumerate(result) if job is None]
             if missing:
                 cur.execute(
@@ -233,8 +247,38 @@ class PostgresDriver:
                 )
                 existing = {(r["task"], r["key"]): r for r in cur.fetchall()}
                 for i in missing:
-                    result[i] = job_from_row(existing[(rows[i].task, rows[i].key)], created=False)
+                    holder = existing.get((rows[i].task, rows[i].key))
+                    if holder is None:
+                        raise DatabaseUnavailableError(
+                            f"key {rows[i].key!r} of {rows[i].task} changed hands during the "
+                            "enqueue; retry it"
+                        )
+                    result[i] = job_from_row(holder, created=False)
         return [job for job in result if job is not None]
+
+    def _insert_rows(
+        self,
+        cur: psycopg.Cursor[Any],
+        rows: Sequence[JobInsert],
+        indexes: list[int],
+        result: list[Job | None],
+    ) -> None:
+        subset = [rows[i] for i in indexes]
+        cur.execute(
+            _Q["job_insert_many"],
+            {
+                "tasks": [r.task for r in subset],
+                "queues": [r.queue for r in subset],
+                "args": [r.args_json for r in subset],
+                "priorities": [r.priority for r in subset],
+                "max_attempts": [r.max_attempts for r in subset],
+                "keys": [r.key for r in subset],
+                "ats": [_aware(r.at) for r in subset],
+                "delays": [r.delay for r in subset],
+            },
+        )
+        for record in cur.fetchall():
+            result[indexes[record["ord"] - 1]] = job_from_row(record)
 
     def job_fetch_available(
         self, queue: str, limit: int, worker: str, lease_seconds: float
@@ -244,7 +288,7 @@ class PostgresDriver:
         jobs.sort(key=lambda j: (j.priority, j.run_at, j.id))
         return jobs
 
-    def job_complete_many(self, completions: Sequence[Completion]) -> set[int]:
+    def job_complete_many(self, completions: Sequence[Completion], conn: Any = None) -> set[int]:
         if not completions:
             return set()
         params = {
@@ -256,7 +300,13 @@ class PostgresDriver:
             "entries": [c.entry_json for c in completions],
             "refunds": [c.refund_attempt for c in completions],
         }
-        return {r["id"] for r in self._rows("job_complete_many", params)}
+        with self._tx(conn) as cur:
+            cur.execute(_Q["job_complete_many"], params)
+            return {r["id"] for r in cur.fetchall()}
+
+    def job_checkpoint(self, job_id: int, lease_token: str, value_json: str) -> bool:
+        params = {"id": job_id, "token": lease_token, "value": value_json}
+        return bool(self._rows("job_checkpoint", params))
 
     def job_lease_renew(
         self, leases: Sequence[tuple[int, str]], lease_seconds: float
@@ -345,6 +395,31 @@ class PostgresDriver:
 
     def queue_set_paused(self, name: str, paused: bool) -> None:
         self._rows("queue_set_paused", {"name": name, "paused": paused})
+
+    # --- steps, inbox and user transactions -------------------------------------------------
+
+    def step_list(self, job_id: int) -> dict[str, Any]:
+        return {r["name"]: r["result"] for r in self._rows("step_list", {"job_id": job_id})}
+
+    def step_record(self, job_id: int, lease_token: str, name: str, result_json: str) -> bool:
+        params = {"job_id": job_id, "token": lease_token, "name": name, "result": result_json}
+        return bool(self._rows("step_record", params))
+
+    def inbox_record(self, conn: Any, source: str, message_id: str) -> bool:
+        with self._tx(conn) as cur:
+            cur.execute(_Q["inbox_record"], {"source": source, "message_id": message_id})
+            return cur.fetchone() is not None
+
+    def inbox_prune(self, age: float, limit: int) -> int:
+        with self._tx() as cur:
+            cur.execute(_Q["inbox_prune"], {"age": age, "limit": limit})
+            return cur.rowcount
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection in a transaction, committed when the block exits cleanly."""
+        with self._conn() as conn, conn.transaction():
+            yield conn
 
     # --- wake-ups -------------------------------------------------------------------------
 

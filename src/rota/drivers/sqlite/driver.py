@@ -84,6 +84,7 @@ def job_from_row(row: sqlite3.Row, *, created: bool = True) -> Job:
         lease_expires_at=_ts(row["lease_expires_at"]),
         cancel_requested=bool(row["cancel_requested"]),
         result=None if result is None else json.loads(result),
+        checkpoint=None if row["checkpoint"] is None else json.loads(row["checkpoint"]),
         history=() if history == "[]" else tuple(_attempt(e) for e in json.loads(history)),
         created=created,
     )
@@ -131,6 +132,7 @@ class SQLiteDriver:
         conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+        conn.execute("PRAGMA foreign_keys = ON")  # steps cascade with their job
         with self._lock:
             self._all.append(conn)
         return conn
@@ -231,25 +233,35 @@ class SQLiteDriver:
         jobs: list[Job] = []
         with self._write(conn) as db:
             for row in rows:
-                params = {
-                    "task": row.task,
-                    "queue": row.queue,
-                    "args": row.args_json,
-                    "priority": row.priority,
-                    "max_attempts": row.max_attempts,
-                    "key": row.key,
-                    "at": _epoch(row.at),
-                    "delay": row.delay,
-                }
-                inserted = db.execute(_Q["job_insert_many"], params).fetchone()
-                if inserted is not None:
-                    jobs.append(job_from_row(inserted))
-                    continue
-                existing = db.execute(
-                    _Q["job_get_by_keys"], {"task": row.task, "key": row.key}
-                ).fetchone()
-                jobs.append(job_from_row(existing, created=False))
+                jobs.append(self._insert_one(db, row))
         return jobs
+
+    def _insert_one(self, db: sqlite3.Cursor, row: JobInsert) -> Job:
+        params = {
+            "task": row.task,
+            "queue": row.queue,
+            "args": row.args_json,
+            "priority": row.priority,
+            "max_attempts": row.max_attempts,
+            "key": row.key,
+            "at": _epoch(row.at),
+            "delay": row.delay,
+        }
+        inserted = db.execute(_Q["job_insert_many"], params).fetchone()
+        if inserted is not None:
+            return job_from_row(inserted)
+        key = {"task": row.task, "key": row.key}
+        released = db.execute(
+            _Q["job_release_keys"],
+            {**key, "ttl": row.key_ttl, "states": _states(row.key_states)},
+        ).fetchall()
+        if released:
+            inserted = db.execute(_Q["job_insert_many"], params).fetchone()
+            if inserted is not None:
+                return job_from_row(inserted)
+        # The write lock is held since BEGIN IMMEDIATE, so the holder cannot change now.
+        existing = db.execute(_Q["job_get_by_keys"], key).fetchone()
+        return job_from_row(existing, created=False)
 
     def job_fetch_available(
         self, queue: str, limit: int, worker: str, lease_seconds: float
@@ -263,7 +275,7 @@ class SQLiteDriver:
         jobs.sort(key=lambda j: (j.priority, j.run_at, j.id))
         return jobs
 
-    def job_complete_many(self, completions: Sequence[Completion]) -> set[int]:
+    def job_complete_many(self, completions: Sequence[Completion], conn: Any = None) -> set[int]:
         if not completions:
             return set()
         batch = json.dumps(
@@ -280,9 +292,14 @@ class SQLiteDriver:
                 for c in completions
             ]
         )
-        with self._write() as db:
+        with self._write(conn) as db:
             rows = db.execute(_Q["job_complete_many"], {"batch": batch}).fetchall()
         return {r[0] for r in rows}
+
+    def job_checkpoint(self, job_id: int, lease_token: str, value_json: str) -> bool:
+        params = {"id": job_id, "token": lease_token, "value": value_json}
+        with self._write() as db:
+            return db.execute(_Q["job_checkpoint"], params).fetchone() is not None
 
     def job_lease_renew(
         self, leases: Sequence[tuple[int, str]], lease_seconds: float
@@ -371,6 +388,34 @@ class SQLiteDriver:
         with self._write() as db:
             db.execute(_Q["queue_set_paused"], {"name": name, "paused": paused})
 
+    # --- steps, inbox and user transactions -------------------------------------------------
+
+    def step_list(self, job_id: int) -> dict[str, Any]:
+        rows = self._read("step_list", {"job_id": job_id})
+        return {r["name"]: None if r["result"] is None else json.loads(r["result"]) for r in rows}
+
+    def step_record(self, job_id: int, lease_token: str, name: str, result_json: str) -> bool:
+        params = {"job_id": job_id, "token": lease_token, "name": name, "result": result_json}
+        with self._write() as db:
+            return db.execute(_Q["step_record"], params).fetchone() is not None
+
+    def inbox_record(self, conn: Any, source: str, message_id: str) -> bool:
+        with self._write(conn) as db:
+            params = {"source": source, "message_id": message_id}
+            return db.execute(_Q["inbox_record"], params).fetchone() is not None
+
+    def inbox_prune(self, age: float, limit: int) -> int:
+        with self._write() as db:
+            return db.execute(_Q["inbox_prune"], {"age": age, "limit": limit}).rowcount
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A connection in a write transaction, committed when the block exits cleanly.
+
+        It holds the database's write lock for the whole block: keep the block short."""
+        with self._write() as cursor:
+            yield cursor.connection
+
     # --- wake-ups -------------------------------------------------------------------------
 
     def notifier(self) -> DataVersionNotifier:
@@ -413,6 +458,10 @@ class DataVersionNotifier:
             await asyncio.get_running_loop().create_future()  # until cancelled
         finally:
             stop.set()
+
+
+def _states(states: tuple[str, ...] | None) -> str | None:
+    return None if states is None else ",".join(states)
 
 
 def _translate(exc: sqlite3.OperationalError) -> Exception:

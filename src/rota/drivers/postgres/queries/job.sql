@@ -15,7 +15,7 @@ ins AS (
     SELECT id, task, queue, args, priority, max_attempts, key, run_at,
            CASE WHEN run_at > now() THEN 'scheduled' ELSE 'available' END
     FROM timed ORDER BY ord
-    ON CONFLICT (task, key) WHERE key IS NOT NULL DO NOTHING
+    ON CONFLICT (task, key) WHERE key IS NOT NULL AND key_active DO NOTHING
     RETURNING *
 )
 SELECT timed.ord,
@@ -24,10 +24,26 @@ SELECT timed.ord,
 FROM timed JOIN ins ON ins.id = timed.id
 
 -- name: job_get_by_keys
--- Existing jobs for (task, key) pairs whose insert met a conflict.
+-- The jobs holding the active (task, key) pairs whose insert met a conflict.
 SELECT j.* FROM rota_jobs j
 JOIN unnest(%(tasks)s::text[], %(keys)s::text[]) AS k(task, key)
-  ON j.task = k.task AND j.key = k.key
+  ON j.task = k.task AND j.key = k.key AND j.key_active
+
+-- name: job_release_keys
+-- Release keys whose window has passed or whose job left the states the key guards.
+UPDATE rota_jobs AS j SET key_active = false
+FROM unnest(%(tasks)s::text[], %(keys)s::text[], %(ttls)s::float8[], %(states)s::text[])
+     AS k(task, key, ttl, states)
+WHERE j.task = k.task AND j.key = k.key AND j.key_active
+  AND ((k.ttl IS NOT NULL AND j.created_at <= now() - make_interval(secs => k.ttl))
+       OR (k.states IS NOT NULL AND NOT (j.state = ANY (string_to_array(k.states, ',')))))
+RETURNING j.task, j.key
+
+-- name: job_checkpoint
+-- Store a running job's progress, fenced by its lease token.
+UPDATE rota_jobs SET checkpoint = %(value)s::jsonb
+WHERE id = %(id)s AND lease_token = %(token)s::uuid AND state = 'running'
+RETURNING id
 
 -- name: job_peek_available
 -- Whether a queue has a runnable job (kept for parity; the claim itself is cheap here).

@@ -6,12 +6,26 @@ SELECT :task, :queue, :args, :priority, :max_attempts, :key, t.run_at, t.now,
 FROM (SELECT COALESCE(:at, n.now + COALESCE(:delay, 0)) AS run_at, n.now
       FROM (SELECT (julianday('now') - 2440587.5) * 86400.0 AS now) AS n) AS t
 WHERE true
-ON CONFLICT (task, key) WHERE key IS NOT NULL DO NOTHING
+ON CONFLICT (task, key) WHERE key IS NOT NULL AND key_active DO NOTHING
 RETURNING *
 
 -- name: job_get_by_keys
--- The existing job for a (task, key) pair whose insert met a conflict.
-SELECT * FROM rota_jobs WHERE task = :task AND key = :key
+-- The job holding the active (task, key) pair whose insert met a conflict.
+SELECT * FROM rota_jobs WHERE task = :task AND key = :key AND key_active
+
+-- name: job_release_keys
+-- Release a key whose window has passed or whose job left the states the key guards.
+UPDATE rota_jobs SET key_active = 0
+WHERE task = :task AND key = :key AND key_active
+  AND ((:ttl IS NOT NULL AND created_at <= (julianday('now') - 2440587.5) * 86400.0 - :ttl)
+       OR (:states IS NOT NULL AND instr(',' || :states || ',', ',' || state || ',') = 0))
+RETURNING task, key
+
+-- name: job_checkpoint
+-- Store a running job's progress, fenced by its lease token.
+UPDATE rota_jobs SET checkpoint = :value
+WHERE id = :id AND lease_token = :token AND state = 'running'
+RETURNING id
 
 -- name: job_peek_available
 -- Whether a queue has a runnable job: a WAL read that takes no lock, so idle polling
