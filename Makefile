@@ -41,7 +41,7 @@ lock:
 	rm -rf /tmp/rota-lock && $(PYTHON) -m venv /tmp/rota-lock
 	/tmp/rota-lock/bin/pip install --quiet --upgrade pip
 	/tmp/rota-lock/bin/pip install --quiet "click" "rich" "pydantic" "psycopg[binary]" \
-	  "psycopg-pool" pytest hypothesis mypy ruff pytest-timeout hatchling editables
+	  "psycopg-pool" pytest hypothesis mypy ruff pytest-timeout hatchling editables pika
 	{ echo "# Pinned dependencies for development, tests and the demo."; echo "# Regenerate: make lock"; \
 	  /tmp/rota-lock/bin/pip freeze; } > requirements.lock
 
