@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 
 import click
@@ -59,6 +60,27 @@ from rota.worker.supervisor import EXIT_SCHEMA, supervise
     help="Fallback polling when no notification arrives.",
 )
 @click.option("--worker-id", help="Name of this worker in leases and attempt history.")
+@click.option(
+    "--rescue-interval",
+    type=click.FloatRange(min=0.01),
+    default=5.0,
+    show_default=True,
+    help="Leader: seconds between checks for expired leases.",
+)
+@click.option(
+    "--stage-interval",
+    type=click.FloatRange(min=0.01),
+    default=1.0,
+    show_default=True,
+    help="Leader: seconds between moves of due jobs to available.",
+)
+@click.option(
+    "--leader-ttl",
+    type=click.FloatRange(min=0.1),
+    default=15.0,
+    show_default=True,
+    help="Seconds a dead leader keeps its role before another worker takes over.",
+)
 @click.option("--no-maintenance", is_flag=True, help="Never lead the maintenance services.")
 @click.option(
     "--log-level",
@@ -79,11 +101,19 @@ def worker(
     heartbeat: float | None,
     poll_interval: float,
     worker_id: str | None,
+    rescue_interval: float,
+    stage_interval: float,
+    leader_ttl: float,
     no_maintenance: bool,
     log_level: str,
     log_format: str,
 ) -> None:
     """Run jobs from the given queues until SIGTERM (drain) or a second SIGTERM (stop now)."""
+    # A SIGTERM during start-up (Kubernetes may send one at any time) must still end in
+    # a clean exit: remember it until the worker's own handlers are installed.
+    early_stop: list[int] = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda sig, _frame: early_stop.append(sig))
     configure(log_level, log_format)
     if not app_path:
         raise click.UsageError("worker needs --app package.module:app (or $ROTA_APP)")
@@ -96,6 +126,9 @@ def worker(
             heartbeat=heartbeat,
             poll_interval=poll_interval,
             maintenance=not no_maintenance,
+            rescue_interval=rescue_interval,
+            stage_interval=stage_interval,
+            leader_ttl=leader_ttl,
         )
         WorkerSettings(**settings_kwargs)  # type: ignore[arg-type]  # validate before forking
     except ConfigurationError as exc:
@@ -116,6 +149,12 @@ def worker(
             str(lease),
             "--poll-interval",
             str(poll_interval),
+            "--rescue-interval",
+            str(rescue_interval),
+            "--stage-interval",
+            str(stage_interval),
+            "--leader-ttl",
+            str(leader_ttl),
             "--log-level",
             log_level,
             "--log-format",
@@ -138,6 +177,8 @@ def worker(
 
     async def main() -> None:
         runner.install_signal_handlers()
+        if early_stop:
+            runner.stop()
         await runner.run()
 
     try:

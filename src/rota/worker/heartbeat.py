@@ -71,6 +71,8 @@ class Heartbeater:
         for job_id, (_, ctx) in snapshot.items():
             renewal = alive.get(job_id)
             if renewal is None:
+                if ctx.completed_in_transaction:
+                    continue  # the task completed it itself, inside ctx.transaction()
                 if job_id in self._held and job_id not in self._submitted:
                     log.error(
                         "job %s lost its lease (rescued by another worker); stopping it", job_id
