@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import secrets
 import sqlite3
 import time
@@ -43,7 +44,7 @@ CREATE TABLE IF NOT EXISTS orders (
 );
 CREATE TABLE IF NOT EXISTS tickets (
     id       {id},
-    order_id INTEGER NOT NULL UNIQUE REFERENCES orders (id),
+    order_id BIGINT  NOT NULL UNIQUE REFERENCES orders (id),
     code     TEXT    NOT NULL UNIQUE,
     seats    INTEGER NOT NULL
 );
@@ -158,7 +159,7 @@ def make_ticket(ctx: rota.Context, order_id: int) -> dict[str, Any]:
                 conn, "SELECT code FROM tickets WHERE order_id = ?", (order_id,)
             ).fetchone()[0]
 
-        time.sleep(secrets.SystemRandom().uniform(*RENDER_SECONDS))  # render and mail the PDF
+        time.sleep(random.uniform(*RENDER_SECONDS))  # render and mail the PDF
 
         with transaction(conn):
             execute(
