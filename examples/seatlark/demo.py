@@ -154,6 +154,11 @@ def start_worker(number: int, out: Path, url: str) -> WorkerProcess:
         str(LEASE_SECONDS),
         "--worker-id",
         name,
+        # A killed worker may have been the leader: hand leadership over within 3 s.
+        "--leader-ttl",
+        "3",
+        "--rescue-interval",
+        "0.5",
     ]
     env = {**os.environ, "ROTA_DATABASE_URL": url, "PYTHONUNBUFFERED": "1"}
     with log.open("wb") as sink:

@@ -48,7 +48,7 @@ class App:
         self.tasks: dict[str, Task[Any, Any]] = {}
         self._driver: Driver | None = None
         # Set by rota.testing.inline(): enqueue runs the task at once, in-process.
-        self._inline_runner: Callable[[list[Job]], None] | None = None
+        self._inline_runner: Callable[[list[Job], Any], None] | None = None
 
     def __repr__(self) -> str:
         return f"<rota.App {self.url.redacted()} tasks={len(self.tasks)}>"
@@ -153,7 +153,7 @@ class App:
     ) -> list[Job]:
         jobs = self.driver.job_insert_many(rows, conn=conn)
         if self._inline_runner is not None:
-            self._inline_runner(jobs)
+            self._inline_runner(jobs, conn)
         return jobs
 
     # --- your own transactions and the inbox ------------------------------------------------

@@ -90,13 +90,18 @@ def inline(app: App) -> Iterator[None]:
     """Within the block, enqueue stores the job and runs it at once in this process;
     errors raised by the task propagate to the caller, which is what a test wants."""
 
-    def run_now(jobs: list[Job]) -> None:
+    def run_now(jobs: list[Job], conn: Any) -> None:
+        if conn is not None:
+            raise RotaError(
+                "rota.testing.inline cannot run a job enqueued with conn=: it is not "
+                "committed yet. Commit, then run it with rota.testing.drain(app)."
+            )
         for job in jobs:
             if not job.created or job.state is not JobState.AVAILABLE:
                 continue
-            claimed = app.driver.job_fetch_available(job.queue, 1, "rota.testing.inline", 600)
-            for claimed_job in claimed:
-                _run_inline(app, claimed_job)
+            claimed = app.driver.job_claim(job.id, "rota.testing.inline", 600)
+            if claimed is not None:
+                _run_inline(app, claimed)
 
     previous = app._inline_runner
     app._inline_runner = run_now

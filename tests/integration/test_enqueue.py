@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from datetime import UTC, datetime, timedelta
 
 import psycopg
@@ -192,3 +193,19 @@ def test_conn_of_the_wrong_kind_is_refused(database_url: str, tmp_path: object) 
 
         with pytest.raises(rota.ConfigurationError, match="conn= must be"):
             noop.enqueue(conn=object())
+
+
+def test_sqlite_write_inside_a_transaction_without_conn_fails_fast(sqlite_url: str) -> None:
+    with rota.App(sqlite_url) as app:
+        app.migrate()
+
+        @app.task
+        def noop(n: int) -> None: ...
+
+        started = time.monotonic()
+        with pytest.raises(rota.ConfigurationError, match="pass conn="), app.transaction():
+            noop.enqueue(n=1)  # forgot conn=: would wait on its own lock
+        assert time.monotonic() - started < 2
+        with app.transaction() as conn:
+            noop.enqueue(n=2, conn=conn)
+        assert [j.args for j in app.list_jobs()] == [{"n": 2}]

@@ -57,3 +57,29 @@ def test_inline_runs_at_once_and_raises_task_errors(app: rota.App) -> None:
             double.enqueue(n=-1)
     later = double.enqueue(n=1)
     assert app.get_job(later.id).state is rota.JobState.AVAILABLE  # type: ignore[union-attr]
+
+
+def test_inline_runs_the_job_it_enqueued(app: rota.App) -> None:
+    ran: list[int] = []
+
+    @app.task
+    def record(n: int) -> None:
+        ran.append(n)
+
+    waiting = record.enqueue(n=1)
+    with testing.inline(app):
+        record.enqueue(n=2)
+    assert ran == [2]
+    assert app.get_job(waiting.id).state is rota.JobState.AVAILABLE  # type: ignore[union-attr]
+
+
+def test_inline_refuses_uncommitted_jobs(app: rota.App) -> None:
+    @app.task
+    def record(n: int) -> None: ...
+
+    with (
+        testing.inline(app),
+        app.transaction() as conn,
+        pytest.raises(rota.RotaError, match="not committed yet"),
+    ):
+        record.enqueue(n=1, conn=conn)

@@ -326,3 +326,27 @@ def test_many_jobs_each_complete_exactly_once(app: rota.App, count: int) -> None
     done = lambda: len(app.list_jobs(state="completed", limit=10_000)) == 2 * count  # noqa: E731
     asyncio.run(run_worker_until(worker, done, timeout=60))
     assert sorted(seen) == list(range(2 * count))
+
+
+def test_a_result_that_is_not_json_is_dead_lettered_at_once(app: rota.App) -> None:
+    @app.task(max_attempts=5)
+    def returns_a_set() -> object:
+        return {1, 2}
+
+    job = returns_a_set.enqueue()
+    asyncio.run(run_worker_until(rota.Worker(app, fast_settings()), lambda: finished(app, job.id)))
+    final = app.get_job(job.id)
+    assert final is not None and final.state is rota.JobState.DISCARDED and final.attempt == 1
+    assert "not JSON" in (final.history[0].message or "")
+
+
+def test_stored_tracebacks_start_in_the_task(app: rota.App) -> None:
+    @app.task(max_attempts=1)
+    def explode() -> None:
+        raise KeyError("missing seat")
+
+    job = explode.enqueue()
+    asyncio.run(run_worker_until(rota.Worker(app, fast_settings()), lambda: finished(app, job.id)))
+    text = app.get_job(job.id).history[0].traceback or ""  # type: ignore[union-attr]
+    assert 'raise KeyError("missing seat")' in text
+    assert "executor.py" not in text and "concurrent/futures" not in text

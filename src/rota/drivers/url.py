@@ -8,7 +8,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 from rota.errors import ConfigurationError
 
-_SQLITE_OPTIONS = {"synchronous", "busy_timeout", "journal_mode"}
+# journal_mode is not an option: workers in several processes need WAL.
+_SQLITE_OPTIONS = {"synchronous", "busy_timeout"}
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ import json
 import logging
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from rota.app import App
@@ -56,7 +58,7 @@ def _entry(
             "builtins."
         )
         entry["message"] = (message or str(exc))[:MESSAGE_LIMIT]
-        text = "".join(traceback.format_exception(exc))
+        text = "".join(traceback.format_exception(type(exc), exc, _user_frames(exc.__traceback__)))
         # Keep the end of a long traceback: the frame that raised is the useful part.
         entry["traceback"] = text if len(text) <= TRACEBACK_LIMIT else "…" + text[-TRACEBACK_LIMIT:]
     elif message:
@@ -119,7 +121,9 @@ class Executor:
                 )
             )
         except PayloadError as exc:
-            return Execution(self._failure(job, token, exc, task), straggler, exc)
+            # The same result will fail the same way on every attempt: dead-letter it now.
+            entry = _entry(Outcome.DISCARDED, exc)
+            return Execution(Completion(job.id, token, JobState.DISCARDED, entry), straggler, exc)
         completion = Completion(
             job.id, token, JobState.COMPLETED, _COMPLETED_ENTRY, result_json=result_json
         )
@@ -233,6 +237,22 @@ class Executor:
                 job.id, token, JobState.AVAILABLE, entry, delay=0.0, refund_attempt=True
             )
         return None  # lease lost: the job belongs to someone else now
+
+
+_OWN_FRAMES = (
+    str(Path(__file__).resolve().parent.parent),  # rota itself
+    str(Path(asyncio.__file__).resolve().parent),
+    str(Path(concurrent.futures.__file__).resolve().parent),
+)
+
+
+def _user_frames(tb: TracebackType | None) -> TracebackType | None:
+    """Skip the leading frames of rota, asyncio and the thread pool, so a stored
+    traceback starts in the task's own code."""
+    first = tb
+    while first is not None and first.tb_frame.f_code.co_filename.startswith(_OWN_FRAMES):
+        first = first.tb_next
+    return first or tb
 
 
 class _Stopped(Exception):

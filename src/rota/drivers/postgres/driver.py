@@ -304,6 +304,11 @@ class PostgresDriver:
             cur.execute(_Q["job_complete_many"], params)
             return {r["id"] for r in cur.fetchall()}
 
+    def job_claim(self, job_id: int, worker: str, lease_seconds: float) -> Job | None:
+        params = {"id": job_id, "worker": worker, "lease": lease_seconds}
+        rows = self._rows("job_claim", params)
+        return job_from_row(rows[0]) if rows else None
+
     def job_checkpoint(self, job_id: int, lease_token: str, value_json: str) -> bool:
         params = {"id": job_id, "token": lease_token, "value": value_json}
         return bool(self._rows("job_checkpoint", params))

@@ -112,6 +112,7 @@ class SQLiteDriver:
         # Writers in one process queue here instead of in SQLite's busy handler, which
         # sleeps in steps of up to 100 ms: two of our own threads must never wait that way.
         self._write_lock = threading.Lock()
+        self._writer: int | None = None  # thread holding the write lock
         self._closed = False
 
     # --- connections ------------------------------------------------------------------
@@ -167,7 +168,15 @@ class SQLiteDriver:
             cursor.row_factory = sqlite3.Row
             yield cursor
             return
+        if self._writer == threading.get_ident():
+            # The same thread already holds the write transaction (app.transaction() or
+            # ctx.transaction()); a second connection would wait on it forever.
+            raise ConfigurationError(
+                "this thread is inside a rota transaction on SQLite: pass conn= (the "
+                "transaction's connection) to rota calls made inside it"
+            )
         with self._write_lock, self._conn() as own:
+            self._writer = threading.get_ident()
             try:
                 own.execute("BEGIN IMMEDIATE")
                 cursor = own.cursor()
@@ -182,6 +191,8 @@ class SQLiteDriver:
                 if own.in_transaction:
                     own.rollback()
                 raise
+            finally:
+                self._writer = None
 
     def _read(self, name: str, params: dict[str, Any] | None = None) -> list[sqlite3.Row]:
         with self._conn() as conn:
@@ -295,6 +306,12 @@ class SQLiteDriver:
         with self._write(conn) as db:
             rows = db.execute(_Q["job_complete_many"], {"batch": batch}).fetchall()
         return {r[0] for r in rows}
+
+    def job_claim(self, job_id: int, worker: str, lease_seconds: float) -> Job | None:
+        params = {"id": job_id, "worker": worker, "lease": lease_seconds}
+        with self._write() as db:
+            row = db.execute(_Q["job_claim"], params).fetchone()
+        return None if row is None else job_from_row(row)
 
     def job_checkpoint(self, job_id: int, lease_token: str, value_json: str) -> bool:
         params = {"id": job_id, "token": lease_token, "value": value_json}

@@ -70,6 +70,18 @@ FROM picked
 WHERE j.id = picked.id
 RETURNING j.*
 
+-- name: job_claim
+-- Claim one given job if it is available (rota.testing.inline runs the job it enqueued).
+UPDATE rota_jobs
+SET state = 'running',
+    attempt = attempt + 1,
+    attempted_at = now(),
+    worker = %(worker)s,
+    lease_token = gen_random_uuid(),
+    lease_expires_at = now() + make_interval(secs => %(lease)s)
+WHERE id = %(id)s AND state = 'available'
+RETURNING *
+
 -- name: job_complete_many
 -- Write attempt outcomes, each fenced by its lease token; returns the ids accepted.
 UPDATE rota_jobs AS j

@@ -50,6 +50,18 @@ WHERE id IN (
 )
 RETURNING *
 
+-- name: job_claim
+-- Claim one given job if it is available (rota.testing.inline runs the job it enqueued).
+UPDATE rota_jobs
+SET state = 'running',
+    attempt = attempt + 1,
+    attempted_at = (julianday('now') - 2440587.5) * 86400.0,
+    worker = :worker,
+    lease_token = lower(hex(randomblob(16))),
+    lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :lease
+WHERE id = :id AND state = 'available'
+RETURNING *
+
 -- name: job_complete_many
 -- Write attempt outcomes (a JSON array), each fenced by its lease token; returns ids accepted.
 -- The unary + on state keeps SQLite from driving the join from the state index
