@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -79,6 +80,22 @@ class Attempt:
     error_type: str | None = None
     message: str | None = None
     traceback: str | None = None
+
+    @classmethod
+    def from_entry(
+        cls, entry: dict[str, Any], parse_time: Callable[[Any], datetime | None]
+    ) -> Attempt:
+        """An attempt from a stored history entry; each dialect stores times its own way."""
+        return cls(
+            attempt=int(entry.get("attempt") or 0),
+            worker=entry.get("worker"),
+            started_at=parse_time(entry.get("started_at")),
+            finished_at=parse_time(entry.get("finished_at")),
+            outcome=Outcome(entry.get("outcome", "failed")),
+            error_type=entry.get("error_type"),
+            message=entry.get("message"),
+            traceback=entry.get("traceback"),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -32,7 +32,7 @@ from rota.errors import (
     JobNotFoundError,
     SchemaError,
 )
-from rota.job import Attempt, Job, JobState, Outcome
+from rota.job import Attempt, Job, JobState
 
 _Q = queries.load("postgres")
 _MIGRATIONS = queries.migrations("postgres")
@@ -48,19 +48,6 @@ def _parse_ts(value: Any) -> datetime | None:
     if isinstance(value, datetime):
         return value
     return datetime.fromisoformat(value)
-
-
-def _attempt(entry: dict[str, Any]) -> Attempt:
-    return Attempt(
-        attempt=int(entry.get("attempt") or 0),
-        worker=entry.get("worker"),
-        started_at=_parse_ts(entry.get("started_at")),
-        finished_at=_parse_ts(entry.get("finished_at")),
-        outcome=Outcome(entry.get("outcome", "failed")),
-        error_type=entry.get("error_type"),
-        message=entry.get("message"),
-        traceback=entry.get("traceback"),
-    )
 
 
 def job_from_row(row: dict[str, Any], *, created: bool = True) -> Job:
@@ -85,7 +72,7 @@ def job_from_row(row: dict[str, Any], *, created: bool = True) -> Job:
         cancel_requested=row["cancel_requested"],
         result=row["result"],
         checkpoint=row["checkpoint"],
-        history=tuple(_attempt(e) for e in row["history"]),
+        history=tuple(Attempt.from_entry(e, _parse_ts) for e in row["history"]),
         created=created,
     )
 

@@ -31,7 +31,7 @@ from rota.errors import (
     JobNotFoundError,
     SchemaError,
 )
-from rota.job import Attempt, Job, JobState, Outcome
+from rota.job import Attempt, Job, JobState
 
 _Q = queries.load("sqlite")
 _MIGRATIONS = queries.migrations("sqlite")
@@ -47,19 +47,6 @@ def _epoch(value: datetime | None) -> float | None:
     if value.tzinfo is None:
         raise ConfigurationError("pass a timezone-aware datetime (e.g. datetime.now(UTC))")
     return value.timestamp()
-
-
-def _attempt(entry: dict[str, Any]) -> Attempt:
-    return Attempt(
-        attempt=int(entry.get("attempt") or 0),
-        worker=entry.get("worker"),
-        started_at=_ts(entry.get("started_at")),
-        finished_at=_ts(entry.get("finished_at")),
-        outcome=Outcome(entry.get("outcome", "failed")),
-        error_type=entry.get("error_type"),
-        message=entry.get("message"),
-        traceback=entry.get("traceback"),
-    )
 
 
 def job_from_row(row: sqlite3.Row, *, created: bool = True) -> Job:
@@ -85,7 +72,9 @@ def job_from_row(row: sqlite3.Row, *, created: bool = True) -> Job:
         cancel_requested=bool(row["cancel_requested"]),
         result=None if result is None else json.loads(result),
         checkpoint=None if row["checkpoint"] is None else json.loads(row["checkpoint"]),
-        history=() if history == "[]" else tuple(_attempt(e) for e in json.loads(history)),
+        history=()
+        if history == "[]"
+        else tuple(Attempt.from_entry(e, _ts) for e in json.loads(history)),
         created=created,
     )
 
