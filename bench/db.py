@@ -100,12 +100,12 @@ def settle(db: Database) -> None:
     if db.dialect == "postgres":
         with pg_connect(db.url) as conn:
             conn.execute("VACUUM ANALYZE rota_jobs")
-    else:
-        conn = sqlite_connect(db.sqlite_path)
-        try:
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            conn.close()
+        return
+    lite = sqlite_connect(db.sqlite_path)
+    try:
+        lite.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        lite.close()
 
 
 def state_counts(db: Database) -> dict[str, int]:
@@ -113,11 +113,11 @@ def state_counts(db: Database) -> dict[str, int]:
     if db.dialect == "postgres":
         with pg_connect(db.url) as conn:
             return {str(s): int(n) for s, n in conn.execute(sql).fetchall()}
-    conn = sqlite_connect(db.sqlite_path)
+    lite = sqlite_connect(db.sqlite_path)
     try:
-        return {str(s): int(n) for s, n in conn.execute(sql).fetchall()}
+        return {str(s): int(n) for s, n in lite.execute(sql).fetchall()}
     finally:
-        conn.close()
+        lite.close()
 
 
 def check_drained(db: Database, jobs: int, what: str) -> None:

@@ -33,6 +33,10 @@ METRICS: tuple[Metric, ...] = (
     Metric("ratio_sync", "  sync / baseline", "ratio"),
     Metric("ratio_rota_sql", "  rota's SQL, raw loop / baseline", "ratio"),
     Metric("claim_size_async", "  mean claim size, async drain", "jobs"),
+    Metric("claim_size_sync", "  mean claim size, sync drain", "jobs"),
+    Metric("cpu_us_baseline", "  worker-process CPU per job, baseline", "us/job"),
+    Metric("cpu_us_async", "  worker-process CPU per job, async", "us/job"),
+    Metric("cpu_us_sync", "  worker-process CPU per job, sync", "us/job"),
     Metric("latency_p50", "enqueue-to-start p50", "ms"),
     Metric("latency_p95", "enqueue-to-start p95", "ms"),
     Metric("latency_p99", "enqueue-to-start p99", "ms"),
@@ -140,6 +144,7 @@ def print_report(
     runs: int,
     machine: dict[str, Any],
     settings: dict[str, Any],
+    busy: Sequence[dict[str, float | None]] = (),
 ) -> None:
     dialects = [d for d in DIALECT_TITLES if d in summary]
     table = Table(
@@ -174,3 +179,6 @@ def print_report(
         console.print(targets)
     described = ", ".join(f"{k}: {v}" for k, v in machine.items())
     console.print(f"[dim]{described}[/]")
+    seen = [f"{v:.0%}" for run in busy for v in run.values() if v is not None]
+    if seen:
+        console.print(f"[dim]CPU used by other processes before each run: {', '.join(seen)}[/]")

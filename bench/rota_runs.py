@@ -61,13 +61,15 @@ def drain_child(url: str, jobs: int, timeout: float) -> dict[str, Any]:
     """Child-process entry: run one worker until `jobs` completions are written.
 
     The clock starts as the worker starts (its connection is already open) and stops
-    when the worker has written the last completion; shutdown is not timed.
+    when the worker has written the last completion; shutdown is not timed. `cpu` is
+    this process's CPU time (all threads) over the same span.
     """
     app = tasks.make_app(url)
     app.check_schema()  # open the connection before the clock starts
     worker = rota.Worker(app, worker_settings())
 
-    async def main() -> float:
+    async def main() -> tuple[float, float]:
+        cpu = time.process_time()
         started = time.perf_counter()
         deadline = started + timeout
         run = asyncio.create_task(worker.run())
@@ -75,19 +77,19 @@ def drain_child(url: str, jobs: int, timeout: float) -> dict[str, Any]:
             if time.perf_counter() > deadline:
                 break
             await asyncio.sleep(0.002)
-        elapsed = time.perf_counter() - started
+        measured = (time.perf_counter() - started, time.process_time() - cpu)
         worker.stop()
         await run
-        return elapsed
+        return measured
 
     try:
-        elapsed = asyncio.run(main())
+        elapsed, cpu = asyncio.run(main())
     finally:
         app.close()
     if worker.completed < jobs:
         raise BenchError(f"the worker completed {worker.completed} of {jobs} jobs")
     fetches = sum(f.fetches for f in worker.fetchers.values())
-    return {"elapsed": elapsed, "completed": worker.completed, "batches": fetches}
+    return {"elapsed": elapsed, "cpu": cpu, "completed": worker.completed, "batches": fetches}
 
 
 # --- latency ----------------------------------------------------------------------------

@@ -5,11 +5,13 @@ as the rota worker it is compared with."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
 import platform
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -17,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from rich.console import Console
 
 import rota
@@ -27,6 +30,7 @@ from bench.db import BenchError, Database, check_drained, fresh_database, prefil
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 SCENARIOS = ("enqueue", "drain", "latency")
 DRAIN_TIMEOUT = 300.0
+QUIET = 0.25  # CPU busy with other work above which a run waits (up to --quiet-wait)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -60,6 +64,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--tmpdir", default=None, help="where the SQLite files go (default: the system temp)"
     )
     parser.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="before each run, wait up to this long for other processes to go quiet "
+        "(20; --quick: 0)",
+    )
+    parser.add_argument(
         "--json",
         nargs="?",
         const="-",
@@ -73,6 +85,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.runs = args.runs or (1 if quick else 3)
     args.single = args.single or max(100, args.jobs // 10)
     args.samples = args.samples or (50 if quick else 300)
+    if args.quiet_wait is None:
+        args.quiet_wait = 0.0 if quick else 20.0
     for name in ("jobs", "runs", "single", "samples"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1")
@@ -86,7 +100,8 @@ def machine_info(args: argparse.Namespace, pg_version: str | None) -> dict[str, 
         "cpu": _cpu_model(),
         "python": platform.python_version(),
         "sqlite": sqlite3.sqlite_version,
-        "rota": rota.__version__,
+        "psycopg": psycopg.__version__,
+        "rota": _rota_revision(),
         "sqlite dir fs": _filesystem(args.tmpdir or tempfile.gettempdir()),
     }
     if pg_version:
@@ -94,6 +109,28 @@ def machine_info(args: argparse.Namespace, pg_version: str | None) -> dict[str, 
     if hasattr(os, "getloadavg"):
         info["load at start"] = f"{os.getloadavg()[0]:.2f}"
     return info
+
+
+def _rota_revision() -> str:
+    """rota's version, and the git commit of its source when it runs from a checkout
+    (`+dirty` when src/ has uncommitted changes: the numbers are not of that commit)."""
+    source = Path(rota.__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(source), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(source), "status", "--porcelain", "--", "."],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return f"{rota.__version__} ({source})"
+    return f"{rota.__version__} {commit}{'+dirty' if dirty else ''}"
 
 
 def _cpu_model() -> str:
@@ -125,11 +162,13 @@ class Bench:
         self.args = args
         self.console = console
 
-    def database(self, dialect: str) -> Any:
+    def database(self, dialect: str) -> contextlib.AbstractContextManager[Database]:
         return fresh_database(dialect, pg_url=self.args.postgres_url, tmpdir=self.args.tmpdir)
 
     def note(self, dialect: str, label: str, text: str) -> None:
-        self.console.print(f"  {report.DIALECT_TITLES[dialect]:<10} {label:<28} {text}")
+        self.console.print(
+            f"  {report.DIALECT_TITLES[dialect]:<10} {label:<28} {text}", soft_wrap=True
+        )
 
     def run_once(self, dialect: str) -> dict[str, float]:
         only = self.args.only or SCENARIOS
@@ -151,35 +190,54 @@ class Bench:
         self.note(dialect, "enqueue, bulk x1000", f"{values['enqueue_bulk']:,.0f} jobs/s")
 
     def drains(self, dialect: str, values: dict[str, float]) -> None:
-        jobs = self.args.jobs
         plan: list[tuple[str, str, str, Callable[[Database], dict[str, Any]]]] = [
-            ("drain_baseline", "drain, raw baseline", tasks.NOOP_ASYNC, self._raw("lean")),
-            ("drain_async", "drain, rota async", tasks.NOOP_ASYNC, self._rota),
-            ("drain_sync", "drain, rota sync", tasks.NOOP_SYNC, self._rota),
-            ("drain_rota_sql", "drain, raw loop rota SQL", tasks.NOOP_ASYNC, self._raw("rota")),
+            ("baseline", "drain, raw baseline", tasks.NOOP_ASYNC, self._raw("lean")),
+            ("async", "drain, rota async", tasks.NOOP_ASYNC, self._rota),
+            ("sync", "drain, rota sync", tasks.NOOP_SYNC, self._rota),
+            ("rota_sql", "drain, raw loop rota SQL", tasks.NOOP_ASYNC, self._raw("rota")),
         ]
-        for key, label, task_name, measure in plan:
-            with self.database(dialect) as db:
-                prefill(db, task_name, jobs)
-                result = measure(db)
-                check_drained(db, jobs, label)
-            values[key] = jobs / result["elapsed"]
-            if key == "drain_async":
-                values["claim_size_async"] = jobs / max(result["batches"], 1)
-            self.note(
-                dialect,
-                label,
-                f"{values[key]:,.0f} jobs/s ({result['elapsed']:.2f}s, "
-                f"{result['batches']} claims)",
-            )
+        for name, label, task_name, measure in plan:
+            try:
+                self.drain(dialect, values, name, label, task_name, measure)
+            except BenchError as exc:
+                if name != "rota_sql":
+                    raise
+                # A diagnostic built on rota's internal query names: a change there should
+                # not cost the whole benchmark.
+                self.note(dialect, label, f"[yellow]skipped: {str(exc).splitlines()[-1]}[/]")
         base = values["drain_baseline"]
-        values["ratio_async"] = values["drain_async"] / base
-        values["ratio_sync"] = values["drain_sync"] / base
-        values["ratio_rota_sql"] = values["drain_rota_sql"] / base
+        for name in ("async", "sync", "rota_sql"):
+            if f"drain_{name}" in values:
+                values[f"ratio_{name}"] = values[f"drain_{name}"] / base
         self.note(
             dialect,
             "rota / baseline",
             f"async {values['ratio_async']:.0%}, sync {values['ratio_sync']:.0%}",
+        )
+
+    def drain(
+        self,
+        dialect: str,
+        values: dict[str, float],
+        name: str,
+        label: str,
+        task_name: str,
+        measure: Callable[[Database], dict[str, Any]],
+    ) -> None:
+        jobs = self.args.jobs
+        with self.database(dialect) as db:
+            prefill(db, task_name, jobs)
+            result = measure(db)
+            check_drained(db, jobs, label)
+        values[f"drain_{name}"] = jobs / result["elapsed"]
+        values[f"claim_size_{name}"] = jobs / max(result["batches"], 1)
+        values[f"cpu_us_{name}"] = result["cpu"] / jobs * 1e6
+        self.note(
+            dialect,
+            label,
+            f"{values[f'drain_{name}']:,.0f} jobs/s ({result['elapsed']:.2f}s, "
+            f"{result['batches']} claims, client CPU {values[f'cpu_us_{name}']:.0f} us/job, "
+            f"{result['cpu'] / result['elapsed']:.0%} of a core)",
         )
 
     def _raw(self, variant: str) -> Callable[[Database], dict[str, Any]]:
@@ -215,6 +273,46 @@ class Bench:
         )
 
 
+def cpu_busy(window: float = 0.5) -> float | None:
+    """The fraction of all cores busy over `window` seconds (Linux /proc/stat), or None."""
+
+    def sample() -> tuple[int, int]:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+        return sum(fields), fields[3] + fields[4]  # total, idle + iowait
+
+    try:
+        total0, idle0 = sample()
+        time.sleep(window)
+        total1, idle1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    total = total1 - total0
+    return None if total <= 0 else 1 - (idle1 - idle0) / total
+
+
+def wait_for_quiet(console: Console, limit: float) -> float | None:
+    """Between measurements nothing of ours runs, so busy CPU is someone else's: wait up
+    to `limit` seconds for it to drop under QUIET, and return what was seen last."""
+    deadline = time.monotonic() + limit
+    busy = cpu_busy()
+    waited = False
+    while busy is not None and busy > QUIET and time.monotonic() < deadline:
+        if not waited:
+            console.print(
+                f"  [yellow]the machine is busy ({busy:.0%} CPU used by other processes): "
+                f"waiting up to {limit:.0f}s[/]"
+            )
+            waited = True
+        time.sleep(1.0)
+        busy = cpu_busy()
+    if busy is not None and busy > QUIET:
+        console.print(
+            f"  [yellow]{'still busy' if waited else 'the machine is busy'} ({busy:.0%} CPU "
+            "used by other processes): numbers from this run may be low[/]"
+        )
+    return busy
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     to_stdout = args.json == "-"
@@ -226,8 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress.print(f"[red]PostgreSQL at {args.postgres_url} is unreachable[/]")
             return 2
         progress.print(
-            f"[yellow]PostgreSQL at {args.postgres_url} is unreachable: "
-            "benchmarking SQLite only[/]"
+            f"[yellow]PostgreSQL at {args.postgres_url} is unreachable: benchmarking SQLite only[/]"
         )
         dialects.remove("postgres")
     machine = machine_info(args, pg_version)
@@ -243,11 +340,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     bench = Bench(args, progress)
     runs: list[dict[str, dict[str, float]]] = []
+    busy: list[dict[str, float | None]] = []
     started = time.perf_counter()
     try:
         for n in range(args.runs):
             progress.print(f"[bold]run {n + 1}/{args.runs}[/]")
-            runs.append({dialect: bench.run_once(dialect) for dialect in dialects})
+            run: dict[str, dict[str, float]] = {}
+            busy.append({})
+            for dialect in dialects:
+                busy[-1][dialect] = wait_for_quiet(progress, args.quiet_wait)
+                run[dialect] = bench.run_once(dialect)
+            runs.append(run)
     except BenchError as exc:
         progress.print(f"[red]benchmark failed: {exc}[/]")
         return 1
@@ -263,6 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "medians": summary,
             "targets": report.evaluate(summary),
             "runs": runs,
+            "cpu_busy_before": busy,
         }
         text = json.dumps(document, indent=2)
         if to_stdout:
@@ -270,5 +374,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             Path(args.json).write_text(text + "\n", encoding="utf-8")
     if not to_stdout:
-        report.print_report(Console(highlight=False), summary, args.runs, machine, settings)
+        report.print_report(Console(highlight=False), summary, args.runs, machine, settings, busy)
     return 0
