@@ -7,6 +7,7 @@ import asyncio
 import concurrent.futures
 import json
 import logging
+import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +72,9 @@ class Executor:
     def __init__(self, app: App, threads: concurrent.futures.ThreadPoolExecutor) -> None:
         self.app = app
         self.threads = threads
+        self._finished: list[tuple[asyncio.Future[object], concurrent.futures.Future[Any]]] = []
+        self._finished_lock = threading.Lock()
+        self._wake_pending = False
 
     async def run(self, job: Job, ctx: Context) -> Execution:
         token = job.lease_token or ""
@@ -151,33 +155,60 @@ class Executor:
     async def _call_sync(
         self, task: Task[Any, Any], ctx: Context, kwargs: dict[str, Any]
     ) -> tuple[Any, concurrent.futures.Future[Any] | None]:
+        loop = asyncio.get_running_loop()
+        # One future settles the wait: the thread finishing, a stop request or the timeout,
+        # whichever comes first (cheaper per job than asyncio.wait over several futures).
+        settled: asyncio.Future[object] = loop.create_future()
         if task.takes_context:
             future = self.threads.submit(task.func, ctx, **kwargs)
         else:
             future = self.threads.submit(task.func, **kwargs)
-        waiter = asyncio.wrap_future(future)
-        stop = asyncio.get_running_loop().create_future()
+        future.add_done_callback(lambda f: self._thread_finished(loop, settled, f))
 
         def on_cancel() -> None:
             # Operator cancels are cooperative for threads (ctx.cancelled); shutdown past
             # the grace period, timeouts and lost leases stop waiting on the thread.
-            if ctx.cancel_reason != "cancelled" and not stop.done():
-                stop.set_result(None)
+            if ctx.cancel_reason != "cancelled":
+                _settle(settled, _STOP)
 
         ctx.on_cancel(on_cancel)
-        done, _ = await asyncio.wait(
-            {waiter, stop}, timeout=task.policy.timeout, return_when=asyncio.FIRST_COMPLETED
-        )
-        if waiter in done:
-            return waiter.result(), None
-        waiter.add_done_callback(_consume)
-        if stop in done:
+        timer = None
+        if task.policy.timeout is not None:
+            timer = loop.call_later(task.policy.timeout, _settle, settled, _TIMEOUT)
+        outcome = await settled
+        if timer is not None:
+            timer.cancel()
+        if outcome is future:
+            return future.result(), None
+        if outcome is _STOP:
             raise _Stopped(future)
         ctx.request_cancel("timeout")
         raise _TimedOut(
             future,
             TaskTimeoutError(f"{task.name} ran longer than its {task.policy.timeout}s timeout"),
         )
+
+    def _thread_finished(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        settled: asyncio.Future[object],
+        future: concurrent.futures.Future[Any],
+    ) -> None:
+        """Called in the task's thread. Finished threads are handed to the loop in
+        batches: one wake-up of the loop for all that finished since the last one."""
+        with self._finished_lock:
+            self._finished.append((settled, future))
+            if self._wake_pending:
+                return
+            self._wake_pending = True
+        loop.call_soon_threadsafe(self._settle_finished)
+
+    def _settle_finished(self) -> None:
+        with self._finished_lock:
+            batch, self._finished = self._finished, []
+            self._wake_pending = False
+        for settled, future in batch:
+            _settle(settled, future)
 
     # --- completions ----------------------------------------------------------------------
 
@@ -194,7 +225,9 @@ class Executor:
             return Completion(job.id, token, JobState.DISCARDED, entry)
         if isinstance(exc, Retry):
             return self._failure(job, token, exc, task, after=exc.after)
-        if ctx.cancel_reason == "cancelled":
+        if ctx.cancel_reason in ("cancelled", "shutdown", "lost"):
+            # The task was told to stop and stopped with an error: the stop is the outcome
+            # (a shutdown must not spend an attempt, a lost lease has nothing to write).
             return self._stopped(job, token, ctx)
         if isinstance(exc, task.policy.permanent):
             return Completion(job.id, token, JobState.DISCARDED, _entry(Outcome.DISCARDED, exc))
@@ -267,9 +300,13 @@ class _TimedOut(Exception):
         self.error = error
 
 
-def _consume(fut: asyncio.Future[Any]) -> None:
-    if not fut.cancelled():
-        fut.exception()  # mark as retrieved: a straggler's error is already reported
+_STOP = object()
+_TIMEOUT = object()
+
+
+def _settle(settled: asyncio.Future[object], outcome: object) -> None:
+    if not settled.done():
+        settled.set_result(outcome)
 
 
 _COMPLETED_ENTRY = json.dumps({"outcome": "completed"})

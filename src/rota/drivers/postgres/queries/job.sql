@@ -2,8 +2,8 @@
 -- Insert many jobs in one statement; ids are drawn first so results map back to input order.
 WITH input AS (
     SELECT nextval(pg_get_serial_sequence('rota_jobs', 'id')) AS id, t.*
-    FROM unnest(%(tasks)s::text[], %(queues)s::text[], %(args)s::jsonb[], %(priorities)s::smallint[],
-                %(max_attempts)s::int[], %(keys)s::text[], %(ats)s::timestamptz[], %(delays)s::float8[])
+    FROM unnest(%(tasks)b::text[], %(queues)b::text[], %(args)b::jsonb[], %(priorities)b::smallint[],
+                %(max_attempts)b::int[], %(keys)b::text[], %(ats)b::timestamptz[], %(delays)b::float8[])
          WITH ORDINALITY AS t(task, queue, args, priority, max_attempts, key, at, delay, ord)
 ),
 timed AS (
@@ -26,13 +26,13 @@ FROM timed JOIN ins ON ins.id = timed.id
 -- name: job_get_by_keys
 -- The jobs holding the active (task, key) pairs whose insert met a conflict.
 SELECT j.* FROM rota_jobs j
-JOIN unnest(%(tasks)s::text[], %(keys)s::text[]) AS k(task, key)
+JOIN unnest(%(tasks)b::text[], %(keys)b::text[]) AS k(task, key)
   ON j.task = k.task AND j.key = k.key AND j.key_active
 
 -- name: job_release_keys
 -- Release keys whose window has passed or whose job left the states the key guards.
 UPDATE rota_jobs AS j SET key_active = false
-FROM unnest(%(tasks)s::text[], %(keys)s::text[], %(ttls)s::float8[], %(states)s::text[])
+FROM unnest(%(tasks)b::text[], %(keys)b::text[], %(ttls)b::float8[], %(states)b::text[])
      AS k(task, key, ttl, states)
 WHERE j.task = k.task AND j.key = k.key AND j.key_active
   AND ((k.ttl IS NOT NULL AND j.created_at <= now() - make_interval(secs => k.ttl))
@@ -96,8 +96,8 @@ SET state = c.state,
         'started_at', j.attempted_at, 'finished_at', now())),
     lease_token = NULL,
     lease_expires_at = NULL
-FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[], %(states)s::text[], %(delays)s::float8[],
-            %(results)s::jsonb[], %(entries)s::jsonb[], %(refunds)s::bool[])
+FROM unnest(%(ids)b::bigint[], %(tokens)b::uuid[], %(states)b::text[], %(delays)b::float8[],
+            %(results)b::jsonb[], %(entries)b::jsonb[], %(refunds)b::bool[])
      AS c(id, token, state, delay, result, entry, refund)
 WHERE j.id = c.id AND j.lease_token = c.token AND j.state = 'running'
 RETURNING j.id, j.state, j.queue
@@ -106,7 +106,7 @@ RETURNING j.id, j.state, j.queue
 -- Extend the leases a worker still holds; a missing row means the lease was lost.
 UPDATE rota_jobs AS j
 SET lease_expires_at = now() + make_interval(secs => %(lease)s)
-FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[]) AS c(id, token)
+FROM unnest(%(ids)b::bigint[], %(tokens)b::uuid[]) AS c(id, token)
 WHERE j.id = c.id AND j.lease_token = c.token AND j.state = 'running'
 RETURNING j.id, j.lease_token::text, j.cancel_requested
 
