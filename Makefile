@@ -41,7 +41,8 @@ lock:
 	rm -rf /tmp/rota-lock && $(PYTHON) -m venv /tmp/rota-lock
 	/tmp/rota-lock/bin/pip install --quiet --upgrade pip
 	/tmp/rota-lock/bin/pip install --quiet "click" "rich" "pydantic" "psycopg[binary]" \
-	  "psycopg-pool" pytest hypothesis mypy ruff pytest-timeout hatchling editables pika
+	  "psycopg-pool" "pyyaml" "starlette" "uvicorn" pytest hypothesis mypy ruff pytest-timeout \
+	  hatchling editables pika jsonschema kubernetes-validate types-PyYAML
 	{ echo "# Pinned dependencies for development, tests and the demo."; echo "# Regenerate: make lock"; \
 	  /tmp/rota-lock/bin/pip freeze; } > requirements.lock
 

@@ -13,6 +13,8 @@ from rota.errors import (
     PayloadError,
     Retry,
     RotaError,
+    ScheduleError,
+    ScheduleNotFoundError,
     SchemaError,
     Snooze,
     TaskDefinitionError,
@@ -21,6 +23,7 @@ from rota.errors import (
 )
 from rota.job import Attempt, Job, JobState, Outcome
 from rota.retry import Backoff
+from rota.schedules import Schedule, ScheduleWarning
 from rota.task import Task
 from rota.worker import Worker, WorkerSettings
 
@@ -44,6 +47,10 @@ __all__ = [
     "PayloadError",
     "Retry",
     "RotaError",
+    "Schedule",
+    "ScheduleError",
+    "ScheduleNotFoundError",
+    "ScheduleWarning",
     "SchemaError",
     "Snooze",
     "Task",

@@ -10,10 +10,20 @@ from contextlib import AbstractContextManager
 from typing import Any, ParamSpec, TypeVar, overload
 
 from rota.drivers import Driver, open_driver
-from rota.drivers.base import JobFilter, JobInsert, QueueReport
+from rota.drivers.base import (
+    JobFilter,
+    JobInsert,
+    ManualRun,
+    QueueReport,
+    ScheduleRecord,
+    ScheduleRun,
+    ScheduleRunFilter,
+)
 from rota.drivers.url import parse as parse_url
 from rota.errors import (
     ArgumentsError,
+    ScheduleError,
+    ScheduleNotFoundError,
     SchemaError,
     TaskDefinitionError,
     UnknownTaskError,
@@ -21,6 +31,9 @@ from rota.errors import (
 from rota.job import Job, JobState
 from rota.payload import DEFAULT_MAX_PAYLOAD_BYTES
 from rota.retry import Backoff
+from rota.schedules.schedule import Schedule, spec_of
+from rota.schedules.spec import ConcurrencyPolicy, ScheduleSpec, check_run_name, parse_choice
+from rota.schedules.ticks import DstPolicy
 from rota.task import Task, TaskPolicy, check_queue_name
 
 P = ParamSpec("P")
@@ -46,6 +59,7 @@ class App:
         self.max_payload_bytes = max_payload_bytes
         self.pool_size = pool_size
         self.tasks: dict[str, Task[Any, Any]] = {}
+        self.schedules: dict[str, Schedule] = {}
         self._driver: Driver | None = None
         # Set by rota.testing.inline(): enqueue runs the task at once, in-process.
         self._inline_runner: Callable[[list[Job], Any], None] | None = None
@@ -225,6 +239,198 @@ class App:
         check_queue_name(name, ArgumentsError)
         self.driver.queue_set_paused(name, False)
 
+    # --- schedules ----------------------------------------------------------------------
+
+    def cron(
+        self,
+        expression: str,
+        *,
+        tz: str = "UTC",
+        name: str | None = None,
+        args: dict[str, Any] | None = None,
+        concurrency: str = "allow",
+        starting_deadline: float | None = None,
+        successful_history_limit: int = 3,
+        failed_history_limit: int = 1,
+        dst: str = "once",
+        strict_missed_limit: bool = False,
+        queue: str | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        timeout: float | None = None,
+    ) -> Callable[[Callable[P, R]], Task[P, R]]:
+        """Declare a schedule with Kubernetes CronJob semantics on a function (which is
+        registered as a task) or on a task (stacked over `@app.task(...)`):
+
+            @app.cron("0 3 * * *", tz="Europe/Berlin", concurrency="forbid",
+                      starting_deadline=300)
+            def payout_report(ctx: rota.Context) -> None: ...
+
+        The schedule is named after the task unless `name=` is given, and is stored in the
+        database when a worker starts (or `rota migrate --app ...` runs)."""
+
+        policy: dict[str, Any] = dict(
+            tz=tz,
+            name=name,
+            args=args,
+            concurrency=concurrency,
+            starting_deadline=starting_deadline,
+            successful_history_limit=successful_history_limit,
+            failed_history_limit=failed_history_limit,
+            dst=dst,
+            strict_missed_limit=strict_missed_limit,
+        )
+
+        def register(fn: Callable[..., Any]) -> Task[Any, Any]:
+            if isinstance(fn, Task):
+                if timeout is not None:
+                    raise TaskDefinitionError(
+                        f"timeout= belongs to the task: set it in @app.task for {fn.name}"
+                    )
+                self.schedule(
+                    fn,
+                    expression,
+                    queue=queue,
+                    priority=priority,
+                    max_attempts=max_attempts,
+                    _stacklevel=3,
+                    **policy,
+                )
+                return fn
+            # Check the schedule before registering anything, so a bad expression leaves
+            # no task behind either.
+            _schedule_spec(name or _default_name(fn), expression, policy)
+            known = set(self.tasks)
+            task = self.task(
+                queue=queue or "default",
+                priority=priority or 0,
+                max_attempts=max_attempts or 20,
+                timeout=timeout,
+            )(fn)
+            try:
+                self.schedule(task, expression, _stacklevel=3, **policy)
+            except Exception:
+                if task.name not in known:
+                    del self.tasks[task.name]
+                raise
+            return task
+
+        return register
+
+    def schedule(
+        self,
+        task: Task[Any, Any] | str,
+        expression: str,
+        *,
+        tz: str = "UTC",
+        name: str | None = None,
+        args: dict[str, Any] | None = None,
+        concurrency: str = "allow",
+        starting_deadline: float | None = None,
+        successful_history_limit: int = 3,
+        failed_history_limit: int = 1,
+        dst: str = "once",
+        strict_missed_limit: bool = False,
+        queue: str | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        _stacklevel: int = 2,
+    ) -> Schedule:
+        """Declare a schedule that enqueues an existing task with `args`:
+
+            app.schedule(send_digest, "*/5 * * * *", args={"team": "ops"}, name="digest-ops")
+
+        Everything is validated here: the expression, the zone, the policy and the
+        arguments (against the task's signature), before anything is stored."""
+        target = self.get_task(task) if isinstance(task, str) else task
+        if not isinstance(target, Task) or self.tasks.get(target.name) is not target:
+            raise TaskDefinitionError(f"{task!r} is not a task of this app: register it first")
+        if args is not None and not isinstance(args, dict):
+            raise ArgumentsError(f"args must be a dict, not {type(args).__name__}")
+        spec = _schedule_spec(
+            target.name if name is None else name,
+            expression,
+            dict(
+                tz=tz,
+                concurrency=concurrency,
+                starting_deadline=starting_deadline,
+                successful_history_limit=successful_history_limit,
+                failed_history_limit=failed_history_limit,
+                dst=dst,
+                strict_missed_limit=strict_missed_limit,
+            ),
+        )
+        if spec.name in self.schedules:
+            raise ScheduleError(
+                f"a schedule named {spec.name!r} is already declared: give this one another "
+                "name with name=..."
+            )
+        job = target.build(
+            dict(args or {}), queue=queue, priority=priority, max_attempts=max_attempts
+        )
+        spec.warn_if_unusual(stacklevel=_stacklevel)
+        declared = Schedule(self, spec, job)
+        self.schedules[spec.name] = declared
+        return declared
+
+    def sync_schedules(self) -> list[ScheduleRecord]:
+        """Store the declared schedules: create them, or update their definitions. What
+        the database owns (suspension, last schedule time, history) is kept. Workers call
+        this when they start; schedules no longer declared stay until `rota cron delete`."""
+        if not self.schedules:
+            return []
+        return self.driver.schedule_upsert_many([s.upsert_row() for s in self.schedules.values()])
+
+    def list_schedules(self) -> list[ScheduleRecord]:
+        return self.driver.schedule_list()
+
+    def get_schedule(self, name: str) -> ScheduleRecord:
+        record = self.driver.schedule_get(name)
+        if record is None:
+            known = ", ".join(r.name for r in self.driver.schedule_list()) or "none stored"
+            raise ScheduleNotFoundError(f"no schedule named {name!r}; stored: {known}")
+        return record
+
+    def suspend_schedule(self, name: str) -> ScheduleRecord:
+        """No new runs (running ones continue); ticks missed meanwhile count as missed."""
+        return self.driver.schedule_set_suspended(name, True)
+
+    def resume_schedule(self, name: str) -> ScheduleRecord:
+        """Runs again; the most recent tick missed while suspended starts at once, if it is
+        still inside the starting deadline."""
+        return self.driver.schedule_set_suspended(name, False)
+
+    def delete_schedule(self, name: str) -> None:
+        """Forget a stored schedule and its run records (their jobs are kept)."""
+        if not self.driver.schedule_delete(name):
+            raise ScheduleNotFoundError(f"no schedule named {name!r}")
+
+    def trigger_schedule(self, schedule: str, *, name: str | None = None) -> ScheduleRun:
+        """Run a schedule now, outside its timetable, like `kubectl create job
+        --from=cronjob/NAME`: the run does not move its last schedule time, is not active
+        for its concurrency policy, and counts for its history limits."""
+        record = self.get_schedule(schedule)
+        run_name = check_run_name(record.name, name)
+        spec = spec_of(record)
+        now = self.driver.db_now()
+        return self.driver.schedule_run_trigger(
+            ManualRun(
+                schedule_id=record.id,
+                at=now,
+                local=spec.local(now),
+                name=run_name,
+                scheduler="manual",
+                job=record.job_row(),
+            )
+        )
+
+    def schedule_history(self, name: str, *, limit: int = 50) -> list[ScheduleRun]:
+        """The schedule's runs, newest first, with the state of each run's job."""
+        if not 1 <= limit <= 10_000:
+            raise ArgumentsError("limit must be from 1 to 10000")
+        record = self.get_schedule(name)
+        return self.driver.schedule_run_list(ScheduleRunFilter(schedule_id=record.id, limit=limit))
+
     # --- schema -------------------------------------------------------------------------
 
     def migrate(self) -> list[int]:
@@ -248,6 +454,22 @@ class App:
                 f"the database schema is at version {current}, newer than this rota knows "
                 f"({latest}): upgrade rota on this worker"
             )
+
+
+def _schedule_spec(name: str, expression: str, policy: dict[str, Any]) -> ScheduleSpec:
+    return ScheduleSpec(
+        name=name,
+        expression=expression,
+        timezone=policy.get("tz", "UTC"),
+        dst=parse_choice(DstPolicy, policy.get("dst", "once"), "dst"),
+        concurrency=parse_choice(
+            ConcurrencyPolicy, policy.get("concurrency", "allow"), "concurrency"
+        ),
+        starting_deadline=policy.get("starting_deadline"),
+        successful_history_limit=policy.get("successful_history_limit", 3),
+        failed_history_limit=policy.get("failed_history_limit", 1),
+        strict_missed_limit=policy.get("strict_missed_limit", False),
+    )
 
 
 def _state(value: JobState | str) -> JobState:

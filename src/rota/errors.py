@@ -53,6 +53,14 @@ class LeaseLostError(RotaError):
     the job was completed already); its writes are refused so they cannot happen twice."""
 
 
+class ScheduleError(ConfigurationError):
+    """A schedule is invalid: its cron expression, time zone, name or a policy value."""
+
+
+class ScheduleNotFoundError(RotaError):
+    """No schedule has the given name."""
+
+
 # --- control flow raised by tasks -------------------------------------------
 
 

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from rota.app import App
 from rota.drivers.url import parse as parse_url
@@ -75,6 +76,9 @@ def _rebind(app: App, url: str) -> App:
     for name, task in app.tasks.items():
         task.app = other
         other.tasks[name] = task
+    for name, schedule in app.schedules.items():
+        schedule.app = other
+        other.schedules[name] = schedule
     return other
 
 
@@ -99,7 +103,8 @@ def print_json(value: Any) -> None:
 
 
 def fail(message: str, code: int = 1) -> None:
-    err_console.print(f"[red]error:[/red] {message}", highlight=False)
+    # The message quotes user input: print it as text, not as rich markup.
+    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False)
     sys.exit(code)
 
 

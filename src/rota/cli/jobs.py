@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
@@ -61,12 +62,12 @@ def ls(
         error = f"{last.error_type}: {last.message}" if last and last.error_type else ""
         table.add_row(
             str(job.id),
-            job.task,
-            job.queue,
+            escape(job.task),
+            escape(job.queue),
             job.state.value,
             f"{job.attempt}/{job.max_attempts}",
             _when(job.run_at),
-            error[:60],
+            escape(error[:60]),
         )
     console.print(table)
 
@@ -88,27 +89,30 @@ def show(app_path: str | None, database_url: str | None, job_id: int, as_json: b
         print_json(job.to_json())
         return
     console.print(
-        f"[bold]job {job.id}[/bold]  {job.task}  queue={job.queue}  "
+        f"[bold]job {job.id}[/bold]  {escape(job.task)}  queue={escape(job.queue)}  "
         f"state=[bold]{job.state.value}[/bold]  attempt {job.attempt}/{job.max_attempts}",
         highlight=False,
     )
-    console.print(f"args: {job.args}", highlight=False)
+    # Stored values are printed as text: brackets in them are not rich markup.
+    console.print(f"args: {job.args}", highlight=False, markup=False)
     console.print(
         f"created {_when(job.created_at)}  run at {_when(job.run_at)}  "
         f"finished {_when(job.finished_at)}  key={job.key or '-'}",
         highlight=False,
+        markup=False,
     )
     if job.result is not None:
-        console.print(f"result: {job.result}", highlight=False)
+        console.print(f"result: {job.result}", highlight=False, markup=False)
     for a in job.history:
         console.print(
             f"  #{a.attempt} {a.outcome.value:<9} {_when(a.started_at)} -> "
             f"{_when(a.finished_at)} worker={a.worker or '-'} "
             f"{a.error_type or ''} {a.message or ''}",
             highlight=False,
+            markup=False,
         )
         if a.traceback:
-            console.print(a.traceback.rstrip(), style="dim", highlight=False)
+            console.print(a.traceback.rstrip(), style="dim", highlight=False, markup=False)
 
 
 @jobs.command()

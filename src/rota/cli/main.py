@@ -5,10 +5,14 @@ from __future__ import annotations
 import click
 
 from rota import __version__
+from rota.cli.cron import cron
 from rota.cli.enqueue import enqueue
 from rota.cli.jobs import jobs
+from rota.cli.k8s import k8s
 from rota.cli.migrate import migrate
 from rota.cli.queues import queues
+from rota.cli.run import run
+from rota.cli.scale import scale_hint_command
 from rota.cli.worker import worker
 
 
@@ -23,6 +27,10 @@ cli.add_command(worker)
 cli.add_command(enqueue)
 cli.add_command(jobs)
 cli.add_command(queues)
+cli.add_command(cron)
+cli.add_command(run)
+cli.add_command(scale_hint_command)
+cli.add_command(k8s)
 
 
 def main() -> None:

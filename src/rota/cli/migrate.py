@@ -39,12 +39,17 @@ def migrate(
         if not check:
             applied = app.migrate()
             version = app.schema_version()
+            # With --app, the schedules it declares are stored too (as a worker would at
+            # start), so `rota cron ls` shows them before the first worker runs.
+            stored = [r.name for r in app.sync_schedules()]
             if as_json:
-                print_json({"applied": applied, "version": version})
+                print_json({"applied": applied, "version": version, "schedules": stored})
             elif applied:
                 click.echo(f"applied migrations {applied}; schema is at version {version}")
             else:
                 click.echo(f"schema is current (version {version})")
+            if stored and not as_json:
+                click.echo(f"stored {len(stored)} schedule(s): {', '.join(stored)}")
             return
         status: dict[str, Any]
         deadline = time.monotonic() + timeout

@@ -83,6 +83,14 @@ from rota.worker.supervisor import EXIT_SCHEMA, supervise
 )
 @click.option("--no-maintenance", is_flag=True, help="Never lead the maintenance services.")
 @click.option(
+    "--health-port",
+    type=click.IntRange(0, 65_535),
+    help="Serve /livez, /readyz and /metrics/keda on this port (off by default; 0: any).",
+)
+@click.option(
+    "--health-host", default="0.0.0.0", show_default=True, help="Address for --health-port."
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -105,6 +113,8 @@ def worker(
     stage_interval: float,
     leader_ttl: float,
     no_maintenance: bool,
+    health_port: int | None,
+    health_host: str,
     log_level: str,
     log_format: str,
 ) -> None:
@@ -129,10 +139,17 @@ def worker(
             rescue_interval=rescue_interval,
             stage_interval=stage_interval,
             leader_ttl=leader_ttl,
+            health_port=health_port,
+            health_host=health_host,
         )
         WorkerSettings(**settings_kwargs)  # type: ignore[arg-type]  # validate before forking
     except ConfigurationError as exc:
         raise click.BadParameter(str(exc)) from None
+    if processes > 1 and health_port is not None:
+        raise click.UsageError(
+            "--health-port probes one worker process: run one process per pod "
+            "(more pods, not --processes) to use it"
+        )
     if processes > 1:
         argv = [
             sys.executable,
@@ -185,6 +202,8 @@ def worker(
         asyncio.run(main())
     except SchemaError as exc:
         fail(str(exc), code=EXIT_SCHEMA)
+    except ConfigurationError as exc:  # e.g. the --health-port is taken
+        fail(str(exc))
     finally:
         app.close()
     sys.stdout.flush()

@@ -4,6 +4,7 @@ queues (never cursors), and its parameters and results are frozen dataclasses.""
 from __future__ import annotations
 
 import asyncio
+import enum
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -76,10 +77,189 @@ class QueueReport:
 
 
 @dataclass(frozen=True)
+class BacklogReport:
+    """One queue's scaling signals (SEMANTICS §3.3-3.4), the numbers KEDA scales on."""
+
+    queue: str
+    backlog: int  # runnable: available, or waiting and due; 0 while the queue is paused
+    running: int
+    oldest_age_s: float  # seconds the oldest runnable job has waited (0 when none waits)
+
+    @property
+    def demand(self) -> int:
+        """Work that needs a worker now: runnable plus running (the default signal)."""
+        return self.backlog + self.running
+
+
+@dataclass(frozen=True)
+class DurationReport:
+    """How long one queue's recently completed jobs took to run (their last attempt)."""
+
+    queue: str
+    window_s: float
+    samples: int
+    mean_s: float | None  # None when no job completed in the window
+
+
+@dataclass(frozen=True)
 class RescueReport:
     rescued: int = 0
     discarded: int = 0
     cancelled: int = 0
+
+
+# --- schedules ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScheduleUpsert:
+    """A schedule's definition as code declares it: its CronJob spec and its job template.
+    Upserting it never touches the status (suspension, last times) kept in the database."""
+
+    name: str
+    task: str
+    queue: str
+    priority: int
+    max_attempts: int
+    args_json: str
+    expression: str
+    timezone: str
+    dst: str
+    concurrency: str
+    starting_deadline: float | None
+    successful_history_limit: int
+    failed_history_limit: int
+    strict_missed_limit: bool
+
+
+@dataclass(frozen=True)
+class ScheduleRecord:
+    """A stored schedule: definition, status, and how many of its runs are active."""
+
+    id: int
+    name: str
+    task: str
+    queue: str
+    priority: int
+    max_attempts: int
+    args_json: str
+    expression: str
+    timezone: str
+    dst: str
+    concurrency: str
+    starting_deadline: float | None
+    successful_history_limit: int
+    failed_history_limit: int
+    strict_missed_limit: bool
+    suspended: bool
+    created_at: datetime
+    updated_at: datetime
+    last_schedule_time: datetime | None = None
+    last_successful_time: datetime | None = None
+    last_missed_time: datetime | None = None
+    last_event: str | None = None
+    last_event_at: datetime | None = None
+    active: int = 0  # unfinished runs it started on its own (manual runs are not counted)
+
+    def job_row(self) -> JobInsert:
+        """The job one run of this schedule enqueues (from the stored template, so the CLI
+        can trigger a schedule without importing the app's code)."""
+        return JobInsert(
+            task=self.task,
+            queue=self.queue,
+            args_json=self.args_json,
+            priority=self.priority,
+            max_attempts=self.max_attempts,
+        )
+
+
+@dataclass(frozen=True)
+class ScheduleRun:
+    """One run of a schedule: a tick it started (`scheduled`) or a `manual` trigger."""
+
+    id: int
+    schedule_id: int
+    schedule: str
+    name: str
+    trigger: str  # "scheduled" or "manual"
+    scheduled_at: datetime  # the tick (UTC); for a manual run, when it was triggered
+    scheduled_local: str  # the same instant as RFC 3339 in the schedule's zone
+    job_id: int | None
+    job_state: JobState | None
+    created_at: datetime
+    scheduler: str | None = None  # the worker (or CLI) that created it
+    attempted_at: datetime | None = None  # when its job last started running
+    finished_at: datetime | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.job_state is not None and not self.job_state.finished
+
+
+@dataclass(frozen=True)
+class ScheduleRunFilter:
+    schedule_id: int | None = None
+    active_only: bool = False  # unfinished scheduled runs: the CronJob's `status.active`
+    limit: int = 50
+
+
+@dataclass(frozen=True)
+class TickClaim:
+    """Create the run of one tick, once. The key is (schedule_id, the tick's UTC minute)."""
+
+    schedule_id: int
+    at: datetime  # the tick, UTC
+    local: str  # RFC 3339 in the schedule's zone
+    name: str
+    scheduler: str
+    job: JobInsert
+
+
+class ClaimStatus(enum.StrEnum):
+    CLAIMED = "claimed"  # the run and its job were created
+    EXISTS = "exists"  # another scheduler created this tick's run: the unique key held
+    STALE = "stale"  # a later tick was already started: this one is collapsed into it
+    BLOCKED = "blocked"  # concurrency forbid and a scheduled run is active
+    SUSPENDED = "suspended"
+    MISSING = "missing"  # the schedule was deleted
+
+
+@dataclass(frozen=True)
+class TickClaimResult:
+    status: ClaimStatus
+    run: ScheduleRun | None = None
+    job: Job | None = None
+
+
+def tick_minute(at: datetime) -> int:
+    """The tick key's time part: the scheduled instant's Unix minute (Kubernetes names a
+    CronJob's Job `<cronjob>-<unix seconds / 60>` the same way)."""
+    return int(at.timestamp() // 60)
+
+
+def claim_refusal(state: Any) -> ClaimStatus:
+    """Why a tick claim inserted nothing, from the `schedule_tick_state` row (None: the
+    schedule is gone)."""
+    if state is None:
+        return ClaimStatus.MISSING
+    if state["taken"]:
+        return ClaimStatus.EXISTS
+    if state["suspended"]:
+        return ClaimStatus.SUSPENDED
+    return ClaimStatus.BLOCKED
+
+
+@dataclass(frozen=True)
+class ManualRun:
+    """A run created by hand (`rota cron trigger`): not a tick, so no unique tick key,
+    no effect on last_schedule_time and invisible to the concurrency policy."""
+
+    schedule_id: int
+    at: datetime
+    local: str
+    name: str
+    scheduler: str
+    job: JobInsert
 
 
 class Notifier(Protocol):
@@ -141,9 +321,35 @@ class Driver(Protocol):
 
     def notifier(self) -> Notifier: ...
 
+    def queue_backlog(self, queue: str) -> BacklogReport: ...
+
+    def queue_durations(self, queue: str, window: float) -> DurationReport: ...
+
     def queue_list(self) -> list[QueueReport]: ...
 
     def queue_set_paused(self, name: str, paused: bool) -> None: ...
+
+    def schedule_delete(self, name: str) -> bool: ...
+
+    def schedule_event_record(
+        self, schedule_id: int, event: str, missed_at: datetime | None
+    ) -> None: ...
+
+    def schedule_get(self, name: str) -> ScheduleRecord | None: ...
+
+    def schedule_history_prune(self, limit: int) -> int: ...
+
+    def schedule_list(self) -> list[ScheduleRecord]: ...
+
+    def schedule_run_list(self, where: ScheduleRunFilter) -> list[ScheduleRun]: ...
+
+    def schedule_run_trigger(self, run: ManualRun) -> ScheduleRun: ...
+
+    def schedule_set_suspended(self, name: str, suspended: bool) -> ScheduleRecord: ...
+
+    def schedule_tick_claim(self, claim: TickClaim) -> TickClaimResult: ...
+
+    def schedule_upsert_many(self, rows: Sequence[ScheduleUpsert]) -> list[ScheduleRecord]: ...
 
     def schema_migrate(self) -> list[int]: ...
 

@@ -42,6 +42,7 @@ class Fetcher:
         self._wake = asyncio.Event()
         self._more = True  # the last claim filled its batch: more jobs are likely waiting
         self.fetches = 0
+        self.failures = 0  # claims in a row that failed (the health endpoint reads it)
 
     def wake(self) -> None:
         self._wake.set()
@@ -70,6 +71,7 @@ class Fetcher:
                         self.lease,
                     )
                 except Exception as exc:
+                    self.failures += 1
                     delay = min(max(delay * 2, 0.5), 30.0)
                     log.warning(
                         "fetching from queue %r failed (%s: %s); retrying in %.1fs",
@@ -80,6 +82,7 @@ class Fetcher:
                     )
                     break
                 self.fetches += 1
+                self.failures = 0
                 self._more = len(jobs) == limit
                 for job in jobs:
                     self.free -= 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 from rota.context import Context
 from rota.drivers.base import Driver
@@ -27,6 +28,12 @@ class Heartbeater:
         self._submitted: set[int] = set()
         self._event = asyncio.Event()
         self.beats = 0
+        # For the health endpoint (time.monotonic() values): the last beat that succeeded
+        # (leases renewed, or none held), the last beat that ended either way (a stuck
+        # heartbeater stops moving it), and how many beats in a row have failed.
+        self.last_beat: float | None = None
+        self.last_attempt: float | None = None
+        self.failures = 0
 
     def track(self, job_id: int, token: str, ctx: Context) -> None:
         self._held[job_id] = (token, ctx)
@@ -53,12 +60,17 @@ class Heartbeater:
             try:
                 await self.beat()
             except Exception as exc:
+                self.failures += 1
                 log.warning(
                     "heartbeat failed (%s: %s); leases expire in %.0fs unless renewed",
                     type(exc).__name__,
                     exc,
                     self.lease,
                 )
+            else:
+                self.failures = 0
+                self.last_beat = time.monotonic()
+            self.last_attempt = time.monotonic()
 
     async def beat(self) -> None:
         snapshot = dict(self._held)

@@ -58,11 +58,15 @@ class WorkerSettings:
     rescue_interval: float = 5.0
     leader_ttl: float = 15.0
     prune_interval: float = 60.0
+    cron_interval: float = 1.0  # leader: seconds between passes over the cron schedules
     completed_retention: float = 24 * 3600.0
     discarded_retention: float = 14 * 24 * 3600.0
     inbox_retention: float = 7 * 24 * 3600.0  # how long outside message ids are remembered
     threads: int | None = None  # sync-task threads; default: total concurrency
     db_threads: int = 4
+    # Liveness, readiness and /metrics/keda over HTTP (off by default; 0: any free port).
+    health_port: int | None = None
+    health_host: str = "0.0.0.0"
 
     def __post_init__(self) -> None:
         if not self.queues:
@@ -81,6 +85,7 @@ class WorkerSettings:
             "rescue_interval",
             "leader_ttl",
             "prune_interval",
+            "cron_interval",
         ):
             _positive(name, getattr(self, name))
         if self.grace < 0:
@@ -91,6 +96,14 @@ class WorkerSettings:
             )
         if not 1 <= self.fetch_batch <= 10_000:
             raise ConfigurationError("fetch_batch must be 1-10000")
+        if self.health_port is not None and (
+            isinstance(self.health_port, bool)
+            or not isinstance(self.health_port, int)
+            or not 0 <= self.health_port <= 65_535
+        ):
+            raise ConfigurationError(
+                f"health_port must be a TCP port from 0 to 65535, not {self.health_port!r}"
+            )
 
     @property
     def heartbeat_interval(self) -> float:

@@ -36,7 +36,10 @@ def supervise(argv: list[str], processes: int) -> int:
                 # The others were stopped because of it (maybe by SIGTERM before their
                 # handlers were installed): the schema is the reason to report.
                 return EXIT_SCHEMA
-            return 0 if stopping and all(c == 0 for c in codes) else max(codes, key=abs)
+            if stopping and all(c == 0 for c in codes):
+                return 0
+            # A child killed by a signal reports -N; exit like a shell would: 128 + N.
+            return max(128 - c if c < 0 else c for c in codes)
         for i, child in enumerate(children):
             code = child.poll()
             if code is None or stopping:

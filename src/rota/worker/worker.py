@@ -12,13 +12,14 @@ import functools
 import logging
 import signal
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rota.app import App
 from rota.context import Context
 from rota.drivers.base import Completion
 from rota.errors import DatabaseUnavailableError
 from rota.job import Job
+from rota.maintenance.cron import CronService
 from rota.maintenance.leader import Elector
 from rota.maintenance.pruner import Pruner
 from rota.maintenance.rescuer import Rescuer
@@ -29,6 +30,9 @@ from rota.worker.executor import Executor
 from rota.worker.fetcher import Fetcher
 from rota.worker.heartbeat import Heartbeater
 from rota.worker.settings import WorkerSettings
+
+if TYPE_CHECKING:
+    from rota.worker.health import HealthServer
 
 log = logging.getLogger("rota.worker")
 
@@ -73,7 +77,13 @@ class Worker:
                 discarded_age=self.settings.discarded_retention,
                 inbox_age=self.settings.inbox_retention,
             ),
+            CronService(self.driver, self.settings.cron_interval, scheduler=self.id),
         ]
+        self.health: HealthServer | None = None
+        if self.settings.health_port is not None:
+            from rota.worker.health import worker_server  # uvicorn loads only when asked for
+
+            self.health = worker_server(self)
 
     async def db(self, func: Callable[..., Any], *args: Any) -> Any:
         """Run a blocking driver call on the worker's database threads."""
@@ -84,12 +94,28 @@ class Worker:
 
     def stop(self) -> None:
         """Graceful stop (SIGTERM): no new jobs; running ones get the grace period."""
-        self._call_in_loop(self._stop.set)
+        self._call_in_loop(self._begin_stop)
 
     def halt(self) -> None:
         """Stop now (a second signal): running jobs are returned to the queue at once."""
         self._call_in_loop(self._halt.set)
-        self._call_in_loop(self._stop.set)
+        self._call_in_loop(self._begin_stop)
+
+    def _begin_stop(self) -> None:
+        # Unready first, in the same loop step that tells the fetchers to stop: nothing
+        # can see "not fetching" while the readiness probe still says ready.
+        self.ready = False
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        """True from the stop request on: no new jobs are claimed."""
+        return self._stop.is_set()
+
+    @property
+    def running(self) -> int:
+        """Jobs this worker is running now."""
+        return len(self._running)
 
     def _call_in_loop(self, func: Callable[[], None]) -> None:
         if self._loop is not None and not self._loop.is_closed():
@@ -105,7 +131,7 @@ class Worker:
                 log.warning("%s again: stopping now", signame)
                 self.halt()
             else:
-                log.info("%s: draining (grace %.0fs)", signame, self.settings.grace)
+                log.info("%s: draining (grace %gs)", signame, self.settings.grace)
                 self.stop()
 
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -115,9 +141,23 @@ class Worker:
 
     async def run(self) -> None:
         self._loop = asyncio.get_running_loop()
+        # The probes answer from the first moment (live, not ready) to the last (draining).
+        if self.health is not None:
+            await self.health.start()
+        try:
+            await self._run()
+        finally:
+            if self.health is not None:
+                await self.health.stop()
+
+    async def _run(self) -> None:
         await self._wait_for_database()
         if self._stop.is_set():
             return
+        if self.app.schedules:
+            # The schedules declared in code become rows, which the leader's cron service
+            # reconciles and the CLI suspends, resumes and triggers.
+            await self.db(self.app.sync_schedules)
         stop_parts = asyncio.Event()
         background: list[asyncio.Task[Any]] = []
         completer_task = asyncio.create_task(self.completer.run(), name="rota-completer")
@@ -198,7 +238,7 @@ class Worker:
     async def _drain(self) -> None:
         if self._running and not self._halt.is_set():
             log.info(
-                "waiting up to %.0fs for %d running job(s)", self.settings.grace, len(self._running)
+                "waiting up to %gs for %d running job(s)", self.settings.grace, len(self._running)
             )
             all_done = asyncio.gather(
                 *(task for task, _ in self._running.values()), return_exceptions=True

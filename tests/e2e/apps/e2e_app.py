@@ -1,76 +1,9 @@
-"""Tasks for the worker subprocesses of the e2e and CLI tests. Each run appends a line
-to `<box>/runs.jsonl` (job, attempt, pid, monotonic time) so a test can see exactly
-which process ran what, when, and how often.
+"""The app a worker subprocess loads with `--app e2e_app:app` (this folder on PYTHONPATH):
+the test tasks on the database named by $ROTA_DATABASE_URL."""
 
-The app reads $ROTA_DATABASE_URL; tests also call `register()` on their own App to
-enqueue and inspect the same tasks (the names are explicit, so they match)."""
-
-from __future__ import annotations
-
-import asyncio
-import json
-import os
-import time
-from pathlib import Path
+from e2e_tasks import register
 
 import rota
 
-RUNS_FILE = "runs.jsonl"
-
-
-def record(box: str, event: str, ctx: rota.Context) -> None:
-    """Append one event; O_APPEND writes of one short line do not interleave."""
-    line = json.dumps(
-        {
-            "event": event,
-            "job": ctx.job.id,
-            "attempt": ctx.attempt,
-            "pid": os.getpid(),
-            "worker": ctx.worker_id,
-            "t": time.monotonic_ns(),
-        }
-    )
-    fd = os.open(Path(box) / RUNS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, (line + "\n").encode())
-    finally:
-        os.close(fd)
-
-
-def register(app: rota.App) -> None:
-    """Register the test tasks on `app`."""
-
-    @app.task(name="hold", max_attempts=5)
-    def hold(ctx: rota.Context, box: str, release: str) -> str:
-        """Block, ignoring cancellation (like a stuck call), until `release` exists."""
-        record(box, "start", ctx)
-        while not os.path.exists(release):
-            time.sleep(0.02)
-        record(box, "end", ctx)
-        return "done"
-
-    @app.task(name="hold_async", max_attempts=5)
-    async def hold_async(ctx: rota.Context, box: str, release: str) -> str:
-        """The async twin of `hold` (cancellable at each await)."""
-        record(box, "start", ctx)
-        while not os.path.exists(release):
-            await asyncio.sleep(0.02)
-        record(box, "end", ctx)
-        return "done"
-
-    @app.task(name="nap", max_attempts=3)
-    def nap(ctx: rota.Context, box: str, seconds: float) -> float:
-        """Take `seconds`, then finish."""
-        record(box, "start", ctx)
-        time.sleep(seconds)
-        record(box, "end", ctx)
-        return seconds
-
-    @app.task(name="greet", queue="mail", max_attempts=2)
-    def greet(name: str, times: int = 1) -> str:
-        """A small task for the CLI tests (never run by them)."""
-        return " ".join([f"hello {name}"] * times)
-
-
-app = rota.App()  # $ROTA_DATABASE_URL
+app = rota.App()
 register(app)

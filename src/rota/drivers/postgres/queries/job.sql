@@ -71,7 +71,8 @@ WHERE j.id = picked.id
 RETURNING j.*
 
 -- name: job_claim
--- Claim one given job if it is available (rota.testing.inline runs the job it enqueued).
+-- Claim one given job if it is runnable: available, or waiting and due (rota.testing.inline
+-- runs the job it enqueued; `rota run` claims its own job again after each backoff).
 UPDATE rota_jobs
 SET state = 'running',
     attempt = attempt + 1,
@@ -79,7 +80,8 @@ SET state = 'running',
     worker = %(worker)s,
     lease_token = gen_random_uuid(),
     lease_expires_at = now() + make_interval(secs => %(lease)s)
-WHERE id = %(id)s AND state = 'available'
+WHERE id = %(id)s
+  AND (state = 'available' OR (state IN ('scheduled', 'retryable') AND run_at <= now()))
 RETURNING *
 
 -- name: job_complete_many

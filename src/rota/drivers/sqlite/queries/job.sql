@@ -51,7 +51,8 @@ WHERE id IN (
 RETURNING *
 
 -- name: job_claim
--- Claim one given job if it is available (rota.testing.inline runs the job it enqueued).
+-- Claim one given job if it is runnable: available, or waiting and due (rota.testing.inline
+-- runs the job it enqueued; `rota run` claims its own job again after each backoff).
 UPDATE rota_jobs
 SET state = 'running',
     attempt = attempt + 1,
@@ -59,7 +60,10 @@ SET state = 'running',
     worker = :worker,
     lease_token = lower(hex(randomblob(16))),
     lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :lease
-WHERE id = :id AND state = 'available'
+WHERE id = :id
+  AND (state = 'available'
+       OR (state IN ('scheduled', 'retryable')
+           AND run_at <= (julianday('now') - 2440587.5) * 86400.0))
 RETURNING *
 
 -- name: job_complete_many

@@ -1,0 +1,341 @@
+"""Kubernetes manifests for a rota app as plain dicts, from RenderSettings alone (no
+cluster, no database): the migration Job, a worker Deployment, PodDisruptionBudget and
+KEDA ScaledObject per queue group, the TriggerAuthentication, and for the metrics-api
+scaler the small server KEDA asks."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from rota.k8s.keda import metrics_service_name, scaled_object, trigger_authentication
+from rota.k8s.settings import RenderSettings, Scaler, WorkerGroup
+
+Manifest = dict[str, Any]
+
+HEALTH_PORT_NAME = "health"
+
+
+def labels(settings: RenderSettings, component: str, group: str | None = None) -> dict[str, str]:
+    found = {
+        "app.kubernetes.io/name": "rota",
+        "app.kubernetes.io/instance": settings.name,
+        "app.kubernetes.io/component": component,
+        "app.kubernetes.io/managed-by": "rota-k8s-render",
+    }
+    if group is not None:
+        found["rota/group"] = group
+    return found
+
+
+def _selector(settings: RenderSettings, component: str, group: str | None) -> dict[str, str]:
+    # Selectors are immutable: keep them to labels that never change for this workload.
+    every = labels(settings, component, group)
+    del every["app.kubernetes.io/managed-by"]
+    return every
+
+
+def _env(secret: str, key: str, name: str = "ROTA_DATABASE_URL") -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+
+
+def _database_env(settings: RenderSettings) -> list[dict[str, Any]]:
+    return [_env(settings.database_secret, settings.database_secret_key)]
+
+
+def _resources(settings: RenderSettings) -> dict[str, Any]:
+    # Memory limit = request (a worker that outgrows it is restarted, not the node's
+    # neighbours); no CPU limit, so a busy worker is never throttled below its request.
+    return {
+        "requests": {"cpu": settings.cpu, "memory": settings.memory},
+        "limits": {"memory": settings.memory},
+    }
+
+
+def _small() -> dict[str, Any]:
+    """Resources of the short helpers (init container, migration, metrics server)."""
+    return {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}}
+
+
+def _container_security() -> dict[str, Any]:
+    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
+def _pod_security() -> dict[str, Any]:
+    return {"seccompProfile": {"type": "RuntimeDefault"}}
+
+
+def _probe(path: str, port: str, *, period: int, timeout: int, failures: int) -> dict[str, Any]:
+    return {
+        "httpGet": {"path": path, "port": port},
+        "periodSeconds": period,
+        "timeoutSeconds": timeout,
+        "failureThreshold": failures,
+    }
+
+
+def deployment_name(settings: RenderSettings, group: WorkerGroup) -> str:
+    return f"{settings.name}-worker-{group.slug}"
+
+
+def worker_deployment(settings: RenderSettings, group: WorkerGroup) -> Manifest:
+    """One worker Deployment. `replicas` is left out: KEDA owns it (an apply would
+    otherwise reset it on every deploy)."""
+    name = deployment_name(settings, group)
+    command = [
+        "rota",
+        "worker",
+        "--app",
+        settings.app,
+        "--queues",
+        group.queue_spec,
+        "--grace",
+        f"{settings.grace:g}",
+        "--health-port",
+        str(settings.health_port),
+        "--log-format",
+        "json",
+    ]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": name,
+            "namespace": settings.namespace,
+            "labels": labels(settings, "worker", group.slug),
+        },
+        "spec": {
+            "revisionHistoryLimit": 5,
+            "selector": {"matchLabels": _selector(settings, "worker", group.slug)},
+            # A new pod must be ready (schema migrated, connected) before an old one is
+            # asked to drain: a rollout never lowers the number of working workers.
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 0},
+            },
+            "template": {
+                "metadata": {"labels": labels(settings, "worker", group.slug)},
+                "spec": {
+                    # SIGTERM, then up to --grace for running jobs, then the margin to return
+                    # the rest and flush completions; only then SIGKILL.
+                    "terminationGracePeriodSeconds": settings.termination_grace,
+                    "automountServiceAccountToken": False,
+                    "securityContext": _pod_security(),
+                    "initContainers": [
+                        {
+                            # Waits for the migration Job (never migrates itself), so a new
+                            # version starts only on the schema it was built for.
+                            "name": "wait-for-schema",
+                            "image": settings.image,
+                            "command": [
+                                "rota",
+                                "migrate",
+                                "--check",
+                                "--wait",
+                                "--timeout",
+                                str(settings.migrate_deadline),
+                            ],
+                            "env": _database_env(settings),
+                            "resources": _small(),
+                            "securityContext": _container_security(),
+                        }
+                    ],
+                    "containers": [
+                        {
+                            "name": "worker",
+                            "image": settings.image,
+                            "command": command,
+                            "env": _database_env(settings),
+                            "ports": [
+                                {
+                                    "name": HEALTH_PORT_NAME,
+                                    "containerPort": settings.health_port,
+                                    "protocol": "TCP",
+                                }
+                            ],
+                            # Unready while starting, when the database is unreachable, and
+                            # from the first moment of a drain.
+                            "readinessProbe": _probe(
+                                "/readyz", HEALTH_PORT_NAME, period=5, timeout=2, failures=2
+                            ),
+                            # Dead only when the event loop or the heartbeater is stuck.
+                            "livenessProbe": _probe(
+                                "/livez", HEALTH_PORT_NAME, period=10, timeout=5, failures=3
+                            ),
+                            "resources": _resources(settings),
+                            "securityContext": _container_security(),
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def disruption_budget(settings: RenderSettings, group: WorkerGroup) -> Manifest:
+    """Voluntary evictions (node drains) take one worker of the group at a time, and each
+    drains within its grace period. Unready pods may always go, so a stuck worker never
+    blocks a drain."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {
+            "name": deployment_name(settings, group),
+            "namespace": settings.namespace,
+            "labels": labels(settings, "worker", group.slug),
+        },
+        "spec": {
+            "maxUnavailable": 1,
+            "selector": {"matchLabels": _selector(settings, "worker", group.slug)},
+            "unhealthyPodEvictionPolicy": "AlwaysAllow",
+        },
+    }
+
+
+def migration_job(settings: RenderSettings) -> Manifest:
+    """`rota migrate --app ...` (which also stores the app's schedules) as a Job named with
+    the schema version it brings. A Job's pod template cannot change once created, so the
+    name also carries a hash of the template: a new image or app gets a new Job."""
+    job_labels = {
+        **labels(settings, "migrate"),
+        "rota/schema-version": str(settings.schema_version),
+    }
+    template = {
+        "metadata": {"labels": dict(job_labels)},
+        "spec": {
+            "restartPolicy": "Never",
+            "automountServiceAccountToken": False,
+            "securityContext": _pod_security(),
+            "containers": [
+                {
+                    "name": "migrate",
+                    "image": settings.image,
+                    "command": ["rota", "migrate", "--app", settings.app],
+                    "env": _database_env(settings),
+                    "resources": _small(),
+                    "securityContext": _container_security(),
+                }
+            ],
+        },
+    }
+    digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:6]
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": f"{settings.name}-migrate-v{settings.schema_version}-{digest}",
+            "namespace": settings.namespace,
+            "labels": job_labels,
+        },
+        "spec": {
+            # Pod failures (a database briefly away); migrations are idempotent and locked.
+            "backoffLimit": settings.migrate_backoff_limit,
+            "activeDeadlineSeconds": settings.migrate_deadline,
+            "ttlSecondsAfterFinished": settings.migrate_ttl,
+            "template": template,
+        },
+    }
+
+
+def metrics_server(settings: RenderSettings) -> list[Manifest]:
+    """For the metrics-api scaler: one always-on replica of `rota k8s metrics-api` and its
+    Service. It must not be a worker: at zero workers KEDA still needs an answer to scale
+    from 0 to 1. It connects as the read-only role."""
+    name = metrics_service_name(settings)
+    port = "http"
+    deployment: Manifest = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": name,
+            "namespace": settings.namespace,
+            "labels": labels(settings, "metrics"),
+        },
+        "spec": {
+            "replicas": 1,
+            "revisionHistoryLimit": 5,
+            "selector": {"matchLabels": _selector(settings, "metrics", None)},
+            "template": {
+                "metadata": {"labels": labels(settings, "metrics")},
+                "spec": {
+                    "automountServiceAccountToken": False,
+                    "securityContext": _pod_security(),
+                    "containers": [
+                        {
+                            "name": "metrics",
+                            "image": settings.image,
+                            "command": [
+                                "rota",
+                                "k8s",
+                                "metrics-api",
+                                "--port",
+                                str(settings.metrics_port),
+                            ],
+                            "env": [
+                                _env(settings.metrics_secret, settings.metrics_secret_key),
+                                _env(
+                                    settings.token_secret,
+                                    settings.token_secret_key,
+                                    name="ROTA_METRICS_TOKEN",
+                                ),
+                            ],
+                            "ports": [
+                                {
+                                    "name": port,
+                                    "containerPort": settings.metrics_port,
+                                    "protocol": "TCP",
+                                }
+                            ],
+                            "readinessProbe": _probe(
+                                "/readyz", port, period=10, timeout=2, failures=3
+                            ),
+                            "livenessProbe": _probe(
+                                "/livez", port, period=10, timeout=5, failures=3
+                            ),
+                            "resources": _small(),
+                            "securityContext": _container_security(),
+                        }
+                    ],
+                },
+            },
+        },
+    }
+    service: Manifest = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": name,
+            "namespace": settings.namespace,
+            "labels": labels(settings, "metrics"),
+        },
+        "spec": {
+            "type": "ClusterIP",
+            "selector": _selector(settings, "metrics", None),
+            "ports": [
+                {"name": port, "port": settings.metrics_port, "targetPort": port, "protocol": "TCP"}
+            ],
+        },
+    }
+    return [deployment, service]
+
+
+def render(settings: RenderSettings) -> dict[str, list[Manifest]]:
+    """The manifests by file (the layout of `--out DIR`), in the order to apply them."""
+    files: dict[str, list[Manifest]] = {"migrate-job.yaml": [migration_job(settings)]}
+    for group in settings.groups:
+        name = deployment_name(settings, group)
+        files[f"worker-{group.slug}.yaml"] = [
+            worker_deployment(settings, group),
+            disruption_budget(settings, group),
+            scaled_object(settings, group, name, labels(settings, "worker", group.slug)),
+        ]
+    files["keda-auth.yaml"] = [trigger_authentication(settings, labels(settings, "autoscaling"))]
+    if settings.scaler is Scaler.METRICS_API:
+        files["metrics-api.yaml"] = metrics_server(settings)
+    return files
+
+
+def documents(settings: RenderSettings) -> list[Manifest]:
+    """Every manifest, in apply order."""
+    return [doc for docs in render(settings).values() for doc in docs]
