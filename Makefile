@@ -40,7 +40,7 @@ bench: $(STAMP)
 lock:
 	rm -rf /tmp/rota-lock && $(PYTHON) -m venv /tmp/rota-lock
 	/tmp/rota-lock/bin/pip install --quiet --upgrade pip
-	/tmp/rota-lock/bin/pip install --quiet "click" "rich" "pydantic" "psycopg[binary]" \
+	/tmp/rota-lock/bin/pip install --quiet "click" "cronsim" "rich" "pydantic" "psycopg[binary]" \
 	  "psycopg-pool" "pyyaml" "starlette" "uvicorn" pytest hypothesis mypy ruff pytest-timeout \
 	  hatchling editables pika jsonschema kubernetes-validate types-PyYAML
 	{ echo "# Pinned dependencies for development, tests and the demo."; echo "# Regenerate: make lock"; \
