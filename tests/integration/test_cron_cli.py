@@ -123,6 +123,7 @@ def test_show_trigger_history_suspend_resume_delete(run: Invoke) -> None:
         (("cron", "next", "* * * * *", "--tz", "Mars/X"), "unknown time zone 'Mars/X'"),
         (("cron", "next", "* * * * *", "--after", "yesterday"), "not an ISO 8601 time"),
         (("cron", "ls", "--app", "badcron:app"), "never fires"),
+        (("worker", "--app", "cronapp:app", "--cron-interval", "0"), "--cron-interval"),
     ],
 )
 def test_bad_input_is_refused_with_a_message(

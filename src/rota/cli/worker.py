@@ -75,6 +75,13 @@ from rota.worker.supervisor import EXIT_SCHEMA, supervise
     help="Leader: seconds between moves of due jobs to available.",
 )
 @click.option(
+    "--cron-interval",
+    type=click.FloatRange(min=0.01),
+    default=1.0,
+    show_default=True,
+    help="Leader: seconds between passes over the cron schedules.",
+)
+@click.option(
     "--leader-ttl",
     type=click.FloatRange(min=0.1),
     default=15.0,
@@ -111,6 +118,7 @@ def worker(
     worker_id: str | None,
     rescue_interval: float,
     stage_interval: float,
+    cron_interval: float,
     leader_ttl: float,
     no_maintenance: bool,
     health_port: int | None,
@@ -138,6 +146,7 @@ def worker(
             maintenance=not no_maintenance,
             rescue_interval=rescue_interval,
             stage_interval=stage_interval,
+            cron_interval=cron_interval,
             leader_ttl=leader_ttl,
             health_port=health_port,
             health_host=health_host,
@@ -170,6 +179,8 @@ def worker(
             str(rescue_interval),
             "--stage-interval",
             str(stage_interval),
+            "--cron-interval",
+            str(cron_interval),
             "--leader-ttl",
             str(leader_ttl),
             "--log-level",

@@ -82,7 +82,7 @@ class Ticks:
     # --- `once`: cronsim -------------------------------------------------------------------
 
     def _iter_cronsim(self, after: datetime) -> Iterator[datetime]:
-        if not self.fixed_time and _sub_hour_shift(self.zone):
+        if not self.fixed_time and _irregular(self.zone):
             return self._iter_real_instants(after)
         return self._iter_cronsim_walk(after)
 
@@ -91,21 +91,24 @@ class Ticks:
         # `after`: from 01:15 EST (the second 01:15 of a fall-back day) it would offer 01:30
         # EDT again, which is earlier. Ticks never go backwards, so skip those.
         sim = CronSim(self.cron, after.astimezone(self.zone))
+        last = after
         while True:
             try:
                 tick = next(sim).astimezone(UTC)
             except StopIteration:
                 return
-            if tick > after:
+            if tick > last:
+                last = tick
                 yield tick
 
     def _iter_real_instants(self, after: datetime) -> Iterator[datetime]:
-        """Every real instant whose local time matches, for schedules that are not fixed-time
-        in zones whose clocks move by less than an hour (Australia/Lord_Howe): cronsim steps
-        hours on the real clock there, and after a 30-minute change lands on :30, skipping
-        `*/15 9 * * *`'s 09:00 and 09:15 that day. So walk the matching local times instead
-        (cronsim without a zone: the plain calendar) and map each to the instants that show
-        it: none in a gap, two in an overlap."""
+        """Every real instant whose local time matches, for schedules that are not fixed-time,
+        in zones whose clocks change other than on a whole local hour. cronsim steps hours
+        on the real clock: after Lord Howe's 30-minute change it lands on :30 and skips
+        `*/15 9 * * *`'s 09:00 and 09:15; at Chatham's change at 02:45 it goes back in time
+        and cycles. So walk the matching local times instead (cronsim without a zone: the
+        plain calendar) and map each to the instants that show it: none in a gap, two in an
+        overlap."""
         lag = timedelta(seconds=_max_shift(self.zone) + 60)
         wall = after.astimezone(self.zone).replace(tzinfo=None) - lag
         pending: list[tuple[datetime, datetime]] = []  # (instant, its local time)
@@ -132,6 +135,15 @@ class Ticks:
             found = self._robfig.next(self.zone, seconds)
             if found is None:
                 return
+            if found <= seconds:
+                # robfig's hour walk can go back in time where a change is not on a whole
+                # local hour (Chatham's 02:45); ticks must move forward, so take the next
+                # real matching instant there instead.
+                start = datetime.fromtimestamp(seconds, UTC)
+                fallback = next(self._iter_real_instants(start), None)
+                if fallback is None:
+                    return
+                found = int(fallback.timestamp())
             yield datetime.fromtimestamp(found, UTC)
             seconds = found
 
@@ -231,26 +243,41 @@ class _RobfigFields:
 
 
 @functools.cache
-def _shifts(zone: ZoneInfo) -> frozenset[int]:
-    """The sizes (seconds) of the zone's offset changes from 1970 to 2100, sampled daily."""
-    found: set[int] = set()
-    t = datetime(1970, 1, 1, tzinfo=UTC)
-    previous = t.astimezone(zone).utcoffset()
+def _transitions(zone: ZoneInfo) -> tuple[tuple[int, int, int], ...]:
+    """The zone's offset changes from 1970 to 2100 as (Unix second, offset before, offset
+    after): sampled daily, each pinned to the second by bisection. Computed once per zone."""
+    found = []
+    day = 86_400
+    t = 0
+    previous = _offset(t, zone)
     for _ in range(47_500):
-        t += timedelta(days=1)
-        offset = t.astimezone(zone).utcoffset()
-        if offset != previous and offset is not None and previous is not None:
-            found.add(abs(int((offset - previous).total_seconds())))
-        previous = offset
-    return frozenset(found)
+        offset = _offset(t + day, zone)
+        if offset != previous:
+            lo, hi = t, t + day  # the change happens in (lo, hi]
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if _offset(mid, zone) == previous:
+                    lo = mid
+                else:
+                    hi = mid
+            found.append((hi, previous, offset))
+            previous = offset
+        t += day
+    return tuple(found)
 
 
-def _sub_hour_shift(zone: ZoneInfo) -> bool:
-    return any(shift % 3600 for shift in _shifts(zone))
+@functools.cache
+def _irregular(zone: ZoneInfo) -> bool:
+    """Whether some change of the zone's clocks is not on a whole local hour (Lord Howe's
+    30-minute shift; Chatham's change at 02:45): cronsim's and robfig's hour walks go
+    wrong there."""
+    return any(
+        (at + before) % 3600 or (at + after) % 3600 for at, before, after in _transitions(zone)
+    )
 
 
 def _max_shift(zone: ZoneInfo) -> int:
-    return max(_shifts(zone), default=0)
+    return max((abs(after - before) for _, before, after in _transitions(zone)), default=0)
 
 
 def _wall(seconds: int, zone: ZoneInfo) -> datetime:
