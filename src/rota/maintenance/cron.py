@@ -94,6 +94,8 @@ class CronService(PeriodicService):
             str(record.strict_missed_limit),
         )
         if key not in self._specs:
+            if len(self._specs) > 4096:  # definitions changed many times: start over
+                self._specs.clear()
             try:
                 self._specs[key] = spec_of(record)
             except ScheduleError as exc:
