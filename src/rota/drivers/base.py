@@ -131,6 +131,25 @@ class ScheduleUpsert:
     failed_history_limit: int
     strict_missed_limit: bool
 
+    def params(self) -> dict[str, Any]:
+        """Named parameters of the schedule_upsert query (the same in both dialects)."""
+        return {
+            "name": self.name,
+            "task": self.task,
+            "queue": self.queue,
+            "priority": self.priority,
+            "max_attempts": self.max_attempts,
+            "args": self.args_json,
+            "expression": self.expression,
+            "timezone": self.timezone,
+            "dst": self.dst,
+            "concurrency": self.concurrency,
+            "starting_deadline": self.starting_deadline,
+            "successful_history_limit": self.successful_history_limit,
+            "failed_history_limit": self.failed_history_limit,
+            "strict_missed_limit": self.strict_missed_limit,
+        }
+
 
 @dataclass(frozen=True)
 class ScheduleRecord:

@@ -95,25 +95,6 @@ def _states(states: tuple[str, ...] | None) -> str | None:
     return None if states is None else ",".join(states)
 
 
-def _schedule_params(row: ScheduleUpsert) -> dict[str, Any]:
-    return {
-        "name": row.name,
-        "task": row.task,
-        "queue": row.queue,
-        "priority": row.priority,
-        "max_attempts": row.max_attempts,
-        "args": row.args_json,
-        "expression": row.expression,
-        "timezone": row.timezone,
-        "dst": row.dst,
-        "concurrency": row.concurrency,
-        "starting_deadline": row.starting_deadline,
-        "successful_history_limit": row.successful_history_limit,
-        "failed_history_limit": row.failed_history_limit,
-        "strict_missed_limit": row.strict_missed_limit,
-    }
-
-
 def _schedule(row: dict[str, Any]) -> ScheduleRecord:
     return ScheduleRecord(
         id=row["id"],
@@ -507,7 +488,7 @@ class PostgresDriver:
     def schedule_upsert_many(self, rows: Sequence[ScheduleUpsert]) -> list[ScheduleRecord]:
         with self._tx() as cur:
             for row in rows:
-                cur.execute(_Q["schedule_upsert"], _schedule_params(row))
+                cur.execute(_Q["schedule_upsert"], row.params())
         found = [self.schedule_get(row.name) for row in rows]
         return [record for record in found if record is not None]
 

@@ -421,7 +421,7 @@ class SQLiteDriver:
     def schedule_upsert_many(self, rows: Sequence[ScheduleUpsert]) -> list[ScheduleRecord]:
         with self._write() as db:
             for row in rows:
-                db.execute(_Q["schedule_upsert"], _schedule_params(row))
+                db.execute(_Q["schedule_upsert"], row.params())
         found = [self.schedule_get(row.name) for row in rows]
         return [record for record in found if record is not None]
 
@@ -583,25 +583,6 @@ class DataVersionNotifier:
             await asyncio.get_running_loop().create_future()  # until cancelled
         finally:
             stop.set()
-
-
-def _schedule_params(row: ScheduleUpsert) -> dict[str, Any]:
-    return {
-        "name": row.name,
-        "task": row.task,
-        "queue": row.queue,
-        "priority": row.priority,
-        "max_attempts": row.max_attempts,
-        "args": row.args_json,
-        "expression": row.expression,
-        "timezone": row.timezone,
-        "dst": row.dst,
-        "concurrency": row.concurrency,
-        "starting_deadline": row.starting_deadline,
-        "successful_history_limit": row.successful_history_limit,
-        "failed_history_limit": row.failed_history_limit,
-        "strict_missed_limit": row.strict_missed_limit,
-    }
 
 
 def _schedule(row: sqlite3.Row) -> ScheduleRecord:
