@@ -1,9 +1,11 @@
 """rota: durable background jobs for Python, with SQLite or PostgreSQL as the queue."""
 
 from rota.app import App
+from rota.auth import Permission, Principal, Role
 from rota.context import Context
 from rota.errors import (
     ArgumentsError,
+    AuthenticationError,
     ConfigurationError,
     DatabaseUnavailableError,
     Discard,
@@ -11,6 +13,7 @@ from rota.errors import (
     JobNotFoundError,
     LeaseLostError,
     PayloadError,
+    PermissionDeniedError,
     Retry,
     RotaError,
     ScheduleError,
@@ -33,6 +36,7 @@ __all__ = [
     "App",
     "ArgumentsError",
     "Attempt",
+    "AuthenticationError",
     "Backoff",
     "ConfigurationError",
     "Context",
@@ -45,7 +49,11 @@ __all__ = [
     "LeaseLostError",
     "Outcome",
     "PayloadError",
+    "Permission",
+    "PermissionDeniedError",
+    "Principal",
     "Retry",
+    "Role",
     "RotaError",
     "Schedule",
     "ScheduleError",

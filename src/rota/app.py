@@ -3,12 +3,14 @@ that every other part (worker, CLI, maintenance) reads and writes through."""
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ParamSpec, TypeVar, overload
 
+from rota.auth import TokenRegistry
 from rota.drivers import Driver, open_driver
 from rota.drivers.base import (
     JobFilter,
@@ -77,6 +79,11 @@ class App:
         if self._driver is not None:
             self._driver.close()
             self._driver = None
+
+    @functools.cached_property
+    def tokens(self) -> TokenRegistry:
+        """API tokens for the HTTP API: `app.tokens.create("ops", "operator")`."""
+        return TokenRegistry(self)
 
     def __enter__(self) -> App:
         return self

@@ -73,6 +73,11 @@ class Context:
         self.cancel_reason: str | None = None  # "cancelled", "shutdown", "lost", "timeout"
 
     @property
+    def meta(self) -> dict[str, Any]:
+        """What rota's features attached to this job (batch index, workflow step, ...)."""
+        return self.job.meta
+
+    @property
     def attempt(self) -> int:
         """1 on the first run, 2 on the first retry, and so on."""
         return self.job.attempt

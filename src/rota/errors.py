@@ -61,6 +61,14 @@ class ScheduleNotFoundError(RotaError):
     """No schedule has the given name."""
 
 
+class AuthenticationError(RotaError):
+    """An API token is missing, malformed, unknown or revoked."""
+
+
+class PermissionDeniedError(RotaError):
+    """The caller's role does not grant the permission an operation needs."""
+
+
 # --- control flow raised by tasks -------------------------------------------
 
 

@@ -134,6 +134,8 @@ class Job:
     result: Any = None
     history: tuple[Attempt, ...] = field(default=())
     checkpoint: Any = None  # the last value stored with ctx.checkpoint()
+    # What features attached to the job (batch index, workflow step, trace context).
+    meta: dict[str, Any] = field(default_factory=dict)
     # False when enqueue found an existing job with the same idempotency key.
     created: bool = True
 
@@ -160,5 +162,6 @@ class Job:
             "cancel_requested": self.cancel_requested,
             "result": self.result,
             "checkpoint": self.checkpoint,
+            "meta": self.meta,
             "history": [a.to_json() for a in self.history],
         }

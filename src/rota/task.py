@@ -196,8 +196,12 @@ class Task(Generic[P, R]):
         priority: int | None = None,
         queue: str | None = None,
         max_attempts: int | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> JobInsert:
-        """Validate one job's arguments and options into the row the driver writes."""
+        """Validate one job's arguments and options into the row the driver writes.
+
+        `meta` is for rota's own features (a batch index, a workflow step, a trace
+        context): it travels with the job and is read back as `ctx.meta`."""
         stored = self.args_model.dump(self.name, args)
         args_json = encode(
             stored, what=f"arguments of {self.name}", limit=self.app.max_payload_bytes
@@ -236,6 +240,7 @@ class Task(Generic[P, R]):
             at=at,
             delay=None if delay is None else float(delay),
             key_ttl=self.policy.key_ttl,
+            meta_json=None if not meta else encode(meta, what=f"metadata of {self.name}"),
             key_states=(
                 None
                 if self.policy.key_states is None

@@ -33,6 +33,8 @@ class JobInsert:
     # passed since its job was created, or when the job leaves `key_states`.
     key_ttl: float | None = None
     key_states: tuple[str, ...] | None = None
+    # Feature metadata (batch index, workflow step, trace context) as a JSON object.
+    meta_json: str | None = None
 
 
 @dataclass(frozen=True)
@@ -281,6 +283,36 @@ class ManualRun:
     job: JobInsert
 
 
+@dataclass(frozen=True)
+class TokenRecord:
+    """An API token as stored: its name, role and lifetime, never the secret."""
+
+    name: str
+    role: str
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "role": self.role,
+            "created_at": self.created_at.isoformat(),
+            "revoked_at": None if self.revoked_at is None else self.revoked_at.isoformat(),
+        }
+
+
+class TokenStore(Protocol):
+    """API tokens by SHA-256 digest (see rota.auth)."""
+
+    def insert(self, name: str, digest: str, role: str) -> bool: ...
+
+    def find(self, digest: str) -> TokenRecord | None: ...
+
+    def all(self) -> list[TokenRecord]: ...
+
+    def revoke(self, name: str) -> bool: ...
+
+
 class Notifier(Protocol):
     """Tells a worker that jobs may be waiting; polling remains the fallback."""
 
@@ -293,6 +325,10 @@ class Driver(Protocol):
 
     dialect: str
     latest_schema_version: int
+    # Feature stores: each a small class in drivers/<dialect>/<feature>.py that borrows
+    # the driver's connections, so one feature's SQL plumbing stays out of driver.py.
+    @property
+    def tokens(self) -> TokenStore: ...
 
     def close(self) -> None: ...
 

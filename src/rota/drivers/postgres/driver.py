@@ -36,6 +36,7 @@ from rota.drivers.base import (
     claim_refusal,
     tick_minute,
 )
+from rota.drivers.postgres.tokens import PostgresTokenStore
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
     ConfigurationError,
@@ -86,6 +87,7 @@ def job_from_row(row: dict[str, Any], *, created: bool = True) -> Job:
         cancel_requested=row["cancel_requested"],
         result=row["result"],
         checkpoint=row["checkpoint"],
+        meta=row["meta"] or {},
         history=tuple(Attempt.from_entry(e, _parse_ts) for e in row["history"]),
         created=created,
     )
@@ -178,6 +180,7 @@ class PostgresDriver:
         )
         self._opened = False
         self._closed = False
+        self.tokens = PostgresTokenStore(self)
 
     # --- connections ------------------------------------------------------------------
 
@@ -344,6 +347,7 @@ class PostgresDriver:
                 "keys": [r.key for r in subset],
                 "ats": [_aware(r.at) for r in subset],
                 "delays": [r.delay for r in subset],
+                "metas": [r.meta_json for r in subset],
             },
         )
         for record in cur.fetchall():

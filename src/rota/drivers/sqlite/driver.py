@@ -35,6 +35,7 @@ from rota.drivers.base import (
     claim_refusal,
     tick_minute,
 )
+from rota.drivers.sqlite.tokens import SQLiteTokenStore
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
     ConfigurationError,
@@ -86,6 +87,7 @@ def job_from_row(row: sqlite3.Row, *, created: bool = True) -> Job:
         cancel_requested=bool(row["cancel_requested"]),
         result=None if result is None else json.loads(result),
         checkpoint=None if row["checkpoint"] is None else json.loads(row["checkpoint"]),
+        meta={} if row["meta"] is None else json.loads(row["meta"]),
         history=()
         if history == "[]"
         else tuple(Attempt.from_entry(e, _ts) for e in json.loads(history)),
@@ -117,6 +119,7 @@ class SQLiteDriver:
         self._write_lock = threading.Lock()
         self._writer: int | None = None  # thread holding the write lock
         self._closed = False
+        self.tokens = SQLiteTokenStore(self)
 
     # --- connections ------------------------------------------------------------------
 
@@ -260,6 +263,7 @@ class SQLiteDriver:
             "key": row.key,
             "at": _epoch(row.at),
             "delay": row.delay,
+            "meta": row.meta_json,
         }
         inserted = db.execute(_Q["job_insert_many"], params).fetchone()
         if inserted is not None:

@@ -3,16 +3,17 @@
 WITH input AS (
     SELECT nextval(pg_get_serial_sequence('rota_jobs', 'id')) AS id, t.*
     FROM unnest(%(tasks)b::text[], %(queues)b::text[], %(args)b::jsonb[], %(priorities)b::smallint[],
-                %(max_attempts)b::int[], %(keys)b::text[], %(ats)b::timestamptz[], %(delays)b::float8[])
-         WITH ORDINALITY AS t(task, queue, args, priority, max_attempts, key, at, delay, ord)
+                %(max_attempts)b::int[], %(keys)b::text[], %(ats)b::timestamptz[], %(delays)b::float8[],
+                %(metas)b::jsonb[])
+         WITH ORDINALITY AS t(task, queue, args, priority, max_attempts, key, at, delay, meta, ord)
 ),
 timed AS (
     SELECT input.*, COALESCE(at, now() + make_interval(secs => COALESCE(delay, 0))) AS run_at
     FROM input
 ),
 ins AS (
-    INSERT INTO rota_jobs (id, task, queue, args, priority, max_attempts, key, run_at, state)
-    SELECT id, task, queue, args, priority, max_attempts, key, run_at,
+    INSERT INTO rota_jobs (id, task, queue, args, priority, max_attempts, key, run_at, meta, state)
+    SELECT id, task, queue, args, priority, max_attempts, key, run_at, meta,
            CASE WHEN run_at > now() THEN 'scheduled' ELSE 'available' END
     FROM timed ORDER BY ord
     ON CONFLICT (task, key) WHERE key IS NOT NULL AND key_active DO NOTHING

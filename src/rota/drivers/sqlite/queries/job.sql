@@ -1,7 +1,7 @@
 -- name: job_insert_many
 -- Insert one job (called once per row inside one transaction: no round trips in SQLite).
-INSERT INTO rota_jobs (task, queue, args, priority, max_attempts, key, run_at, created_at, state)
-SELECT :task, :queue, :args, :priority, :max_attempts, :key, t.run_at, t.now,
+INSERT INTO rota_jobs (task, queue, args, priority, max_attempts, key, run_at, created_at, meta, state)
+SELECT :task, :queue, :args, :priority, :max_attempts, :key, t.run_at, t.now, :meta,
        CASE WHEN t.run_at > t.now THEN 'scheduled' ELSE 'available' END
 FROM (SELECT COALESCE(:at, n.now + COALESCE(:delay, 0)) AS run_at, n.now
       FROM (SELECT (julianday('now') - 2440587.5) * 86400.0 AS now) AS n) AS t
