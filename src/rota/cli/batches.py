@@ -1,0 +1,215 @@
+"""`rota batches ls|show|suspend|resume|cancel|scale`: batch status (counts, completed and failed
+indexes, condition, times) and control, by id or name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+from rich.table import Table
+
+from rota.app import App
+from rota.batches.status import BatchStatus
+from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
+from rota.job import Job
+
+
+def _with_app(app_path: str | None, database_url: str | None, action: Callable[[App], Any]) -> Any:
+    app = load_app(app_path, database_url)
+    try:
+        return run_guarded(lambda: action(app))
+    finally:
+        app.close()
+
+
+def _time(value: datetime | None) -> str:
+    return "-" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _condition(status: BatchStatus) -> str:
+    if status.condition is not None:
+        color = "green" if status.condition == "Complete" else "red"
+        return f"[{color}]{status.condition}[/{color}] {status.reason}"
+    if status.interim is not None:
+        return f"[yellow]{status.interim}[/yellow] {status.reason}"
+    return "[yellow]suspended[/yellow]" if status.suspended else "running"
+
+
+def _job_json(job: Job) -> dict[str, Any]:
+    last = job.history[-1] if job.history else None
+    return {
+        "id": job.id,
+        "index": job.meta.get("batch", {}).get("index"),
+        "state": str(job.state),
+        "worker": job.worker,
+        "error_type": None if last is None else last.error_type,
+        "message": None if last is None else last.message,
+        "finished_at": None if job.finished_at is None else job.finished_at.isoformat(),
+    }
+
+
+@click.group()
+def batches() -> None:
+    """Inspect and steer batches (Kubernetes Job semantics)."""
+
+
+@batches.command("ls")
+@app_options
+@click.option("--open", "open_only", is_flag=True, help="Only batches not finished yet.")
+@click.option("--task", help="Only batches of this task.")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@json_option
+def ls(
+    app_path: str | None,
+    database_url: str | None,
+    open_only: bool,
+    task: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """Batches, newest first."""
+    found: list[BatchStatus] = _with_app(
+        app_path,
+        database_url,
+        lambda app: app.batches.list(open_only=open_only, task=task, limit=limit),
+    )
+    if as_json:
+        print_json([s.to_json() for s in found])
+        return
+    table = Table(
+        "id",
+        "name",
+        "task",
+        "completions",
+        "active",
+        "succeeded",
+        "failed",
+        "condition",
+        "started (UTC)",
+    )
+    for status in found:
+        table.add_row(
+            str(status.id),
+            status.name or "-",
+            status.task,
+            f"{status.succeeded}/{status.completions}",
+            str(status.active),
+            str(status.succeeded),
+            str(status.failed),
+            _condition(status),
+            _time(status.start_time),
+        )
+    console.print(table)
+
+
+@batches.command()
+@app_options
+@click.argument("batch")
+@json_option
+def show(app_path: str | None, database_url: str | None, batch: str, as_json: bool) -> None:
+    """One BATCH (id or name): its status, indexes and jobs."""
+
+    def read(app: App) -> tuple[BatchStatus, list[Job]]:
+        return app.batches.get(batch), app.batches.jobs(batch)
+
+    status, jobs = _with_app(app_path, database_url, read)
+    if as_json:
+        print_json({**status.to_json(), "jobs": [_job_json(j) for j in jobs]})
+        return
+    mode = "Indexed" if status.indexed else "NonIndexed"
+    console.print(
+        f"[bold]batch {status.id}[/bold] {status.name or ''}  task={status.task} "
+        f"queue={status.queue} {mode} completions={status.completions} "
+        f"parallelism={status.parallelism}",
+        highlight=False,
+    )
+    console.print(f"condition: {_condition(status)}", highlight=False)
+    if status.message:
+        console.print(f"message: {status.message}", highlight=False)
+    console.print(
+        f"active {status.active}  succeeded {status.succeeded}  failed {status.failed}  "
+        f"ignored {status.ignored}",
+        highlight=False,
+    )
+    console.print(
+        f"completed indexes: {status.completed_indexes or '-'}  "
+        f"failed indexes: {status.failed_indexes or '-'}",
+        highlight=False,
+    )
+    console.print(
+        f"created {_time(status.created_at)}  started {_time(status.start_time)}  "
+        f"finished {_time(status.finished_at)}",
+        highlight=False,
+    )
+    table = Table("job", "index", "state", "error", "finished (UTC)")
+    for job in jobs:
+        row = _job_json(job)
+        error = f"{row['error_type']}: {row['message']}" if row["error_type"] else "-"
+        table.add_row(str(job.id), str(row["index"]), row["state"], error, _time(job.finished_at))
+    console.print(table)
+
+
+def _act(
+    app_path: str | None,
+    database_url: str | None,
+    batch: str,
+    verb: str,
+    as_json: bool,
+    *args: Any,
+) -> None:
+    def act(app: App) -> BatchStatus:
+        action: Callable[..., BatchStatus] = getattr(app.batches, verb)
+        return action(batch, *args)
+
+    status: BatchStatus = _with_app(app_path, database_url, act)
+    if as_json:
+        print_json(status.to_json())
+    else:
+        done = {
+            "suspend": "suspended",
+            "resume": "resumed",
+            "cancel": "cancelled",
+            "scale": f"scaled to parallelism {status.parallelism}",
+        }[verb]
+        click.echo(f"batch {status.id} {done}: {status.state}")
+
+
+@batches.command()
+@app_options
+@click.argument("batch")
+@json_option
+def suspend(app_path: str | None, database_url: str | None, batch: str, as_json: bool) -> None:
+    """Start no new jobs and cancel the running ones (they count neither way)."""
+    _act(app_path, database_url, batch, "suspend", as_json)
+
+
+@batches.command()
+@app_options
+@click.argument("batch")
+@json_option
+def resume(app_path: str | None, database_url: str | None, batch: str, as_json: bool) -> None:
+    """Start jobs again; the active deadline counts from now."""
+    _act(app_path, database_url, batch, "resume", as_json)
+
+
+@batches.command()
+@app_options
+@click.argument("batch")
+@json_option
+def cancel(app_path: str | None, database_url: str | None, batch: str, as_json: bool) -> None:
+    """Fail BATCH (reason Cancelled) once its running jobs have stopped."""
+    _act(app_path, database_url, batch, "cancel", as_json)
+
+
+@batches.command()
+@app_options
+@click.argument("batch")
+@click.argument("parallelism", type=click.IntRange(0, 100_000))
+@json_option
+def scale(
+    app_path: str | None, database_url: str | None, batch: str, parallelism: int, as_json: bool
+) -> None:
+    """Run PARALLELISM jobs of BATCH at once (lowering it cancels the newest; 0 pauses)."""
+    _act(app_path, database_url, batch, "scale", as_json, parallelism)
