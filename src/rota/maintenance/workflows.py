@@ -1,0 +1,67 @@
+"""Workflow controller: each pass records the step jobs that finished, starts the steps
+that became ready, applies failure policies and finishes runs; now and then it prunes
+finished runs past their retention. Leader-only, but safe if two leaders overlap: a
+change applies only to the workflow version it was computed from."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from rota.maintenance.service import PeriodicService
+
+if TYPE_CHECKING:
+    from rota.app import App
+
+
+@dataclass(frozen=True)
+class WorkflowControllerReport:
+    advanced: int = 0  # workflows changed
+    jobs: int = 0  # step jobs inserted
+    finished: int = 0  # workflows finished
+    stale: int = 0  # changes refused because another writer moved the run first
+    errors: int = 0
+    pruned: int = 0  # finished runs deleted
+
+
+class WorkflowController(PeriodicService):
+    name: ClassVar[str] = "workflows"
+    prune_batch = 1000
+
+    def __init__(
+        self,
+        app: App,
+        interval: float,
+        *,
+        completed_retention: float = 24 * 3600.0,
+        failed_retention: float = 14 * 24 * 3600.0,
+        prune_interval: float = 60.0,
+        page: int = 200,
+    ) -> None:
+        super().__init__(app.driver, interval)
+        self.app = app
+        self.page = page  # running workflows read per query (a pass reads them all)
+        # Finished runs are kept as long as jobs in the same end state (the pruner's
+        # retention), so a run is never pruned before the jobs it points at.
+        self.completed_retention = completed_retention
+        self.failed_retention = failed_retention
+        self.prune_interval = prune_interval
+        self._pruned_at = float("-inf")
+
+    def run_once(self) -> WorkflowControllerReport:
+        report = self.app.workflows.advance(page=self.page)
+        pruned = 0
+        if time.monotonic() - self._pruned_at >= self.prune_interval:
+            pruned = self.driver.workflows.prune(
+                self.completed_retention, self.failed_retention, self.prune_batch
+            )
+            self._pruned_at = time.monotonic()
+        return WorkflowControllerReport(
+            advanced=report.advanced,
+            jobs=report.jobs,
+            finished=report.finished,
+            stale=report.stale,
+            errors=report.errors,
+            pruned=pruned,
+        )
