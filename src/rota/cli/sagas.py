@@ -1,0 +1,198 @@
+"""`rota sagas ls|show|retry|abort`: where each saga is, and the two levers a human
+has: run the current step again, or stop and compensate."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from rota.app import App
+from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
+from rota.drivers.base import SagaRecord, SagaStatus
+
+_COLOURS = {
+    SagaStatus.RUNNING: "cyan",
+    SagaStatus.COMPENSATING: "yellow",
+    SagaStatus.COMPLETED: "green",
+    SagaStatus.COMPENSATED: "magenta",
+    SagaStatus.FAILED: "red",
+}
+
+
+def _time(value: datetime | None) -> str:
+    return "-" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _iso(value: Any) -> Any:
+    return value.astimezone(UTC).isoformat() if isinstance(value, datetime) else value
+
+
+def saga_json(saga: SagaRecord) -> dict[str, Any]:
+    return {
+        "key": saga.key,
+        "saga": saga.name,
+        "status": str(saga.status),
+        "step": saga.step,
+        "job_id": saga.job_id,
+        "data": saga.data,
+        "error": saga.error,
+        "steps": [s["name"] for s in saga.plan],
+        "deadline_at": _iso(saga.deadline_at),
+        "created_at": _iso(saga.created_at),
+        "updated_at": _iso(saga.updated_at),
+        "history": [{k: _iso(v) for k, v in entry.items()} for entry in saga.history],
+    }
+
+
+def _with_app(app_path: str | None, database_url: str | None, action: Any) -> Any:
+    app = load_app(app_path, database_url)
+    try:
+        return run_guarded(lambda: action(app))
+    finally:
+        app.close()
+
+
+def _status(saga: SagaRecord) -> str:
+    return f"[{_COLOURS[saga.status]}]{saga.status}[/]"
+
+
+def _print_saga(saga: SagaRecord) -> None:
+    console.print(
+        f"[bold]{escape(saga.key)}[/bold]  saga={escape(saga.name)}  {_status(saga)}  "
+        f"step={escape(saga.step or '-')}  job={saga.job_id or '-'}",
+        highlight=False,
+    )
+    steps = " → ".join(
+        f"[bold]{escape(s['name'])}[/bold]" if s["name"] == saga.step else escape(s["name"])
+        for s in saga.plan
+    )
+    console.print(f"steps: {steps}", highlight=False)
+    if saga.error:
+        console.print(f"[red]error:[/red] {escape(saga.error)}", highlight=False)
+    console.print(f"data: {saga.data}", highlight=False, markup=False)
+    table = Table("at (UTC)", "event", "step", "status", "job", "detail")
+    for entry in saga.history:
+        detail = entry.get("error") or (f"next: {entry['next']}" if entry.get("next") else "")
+        table.add_row(
+            _time(entry.get("at")),
+            str(entry.get("event", "")),
+            str(entry.get("step") or ""),
+            str(entry.get("status", "")),
+            str(entry.get("job_id") or ""),
+            str(detail),
+        )
+    console.print(table)
+
+
+@click.group()
+def sagas() -> None:
+    """Inspect sagas by business key; retry a stuck step or abort with compensation."""
+
+
+@sagas.command("ls")
+@app_options
+@click.option(
+    "--status", type=click.Choice([s.value for s in SagaStatus]), help="Only sagas in this status."
+)
+@click.option("--name", "saga_name", help="Only sagas of this definition.")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@json_option
+def ls(
+    app_path: str | None,
+    database_url: str | None,
+    status: str | None,
+    saga_name: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """Sagas, newest first."""
+    found: list[SagaRecord] = _with_app(
+        app_path,
+        database_url,
+        lambda app: app.sagas.list(status=status, name=saga_name, limit=limit),
+    )
+    if as_json:
+        print_json([saga_json(s) for s in found])
+        return
+    table = Table("key", "saga", "status", "step", "updated (UTC)", "error")
+    for saga in found:
+        table.add_row(
+            saga.key,
+            saga.name,
+            _status(saga),
+            saga.step or "-",
+            _time(saga.updated_at),
+            (saga.error or "")[:60],
+        )
+    console.print(table)
+
+
+@sagas.command()
+@app_options
+@click.argument("key")
+@json_option
+def show(app_path: str | None, database_url: str | None, key: str, as_json: bool) -> None:
+    """One saga: its status, step, data and history."""
+    saga: SagaRecord = _with_app(app_path, database_url, lambda app: app.sagas.get(key))
+    if as_json:
+        print_json(saga_json(saga))
+    else:
+        _print_saga(saga)
+
+
+@sagas.command()
+@app_options
+@click.argument("key")
+@json_option
+def retry(app_path: str | None, database_url: str | None, key: str, as_json: bool) -> None:
+    """Run the saga's current step (or failed compensation) again now."""
+
+    def act(app: App) -> SagaRecord:
+        return app.sagas.retry(key)
+
+    saga: SagaRecord = _with_app(app_path, database_url, act)
+    if as_json:
+        print_json(saga_json(saga))
+    else:
+        console.print(
+            f"saga {saga.key}: {saga.status}, step {saga.step} queued (job {saga.job_id})",
+            highlight=False,
+            markup=False,
+        )
+
+
+@sagas.command()
+@app_options
+@click.argument("key")
+@click.option("--reason", default="aborted by request", show_default=True)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Abort even while a step runs (what it did so far is not compensated).",
+)
+@json_option
+def abort(
+    app_path: str | None,
+    database_url: str | None,
+    key: str,
+    reason: str,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """Stop a running saga and compensate its completed steps, newest first."""
+    saga: SagaRecord = _with_app(
+        app_path, database_url, lambda app: app.sagas.abort(key, reason=reason, force=force)
+    )
+    if as_json:
+        print_json(saga_json(saga))
+    else:
+        console.print(
+            f"saga {saga.key}: {saga.status}"
+            + (f", compensating {saga.step}" if saga.step else ""),
+            highlight=False,
+            markup=False,
+        )
