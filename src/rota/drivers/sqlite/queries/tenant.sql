@@ -1,0 +1,93 @@
+-- name: job_fetch_fair
+-- Claim from a fair queue under the write lock (see the PostgreSQL statement): each
+-- tenant's waiting jobs are numbered (priority, run_at, id), capped at max_running -
+-- running; the k-th job of a tenant with r running ranks r + k; jobs without a tenant
+-- form one more group. The numbering reads the queue's whole backlog on SQLite.
+UPDATE rota_jobs
+SET state = 'running',
+    attempt = attempt + 1,
+    attempted_at = (julianday('now') - 2440587.5) * 86400.0,
+    worker = :worker,
+    lease_token = lower(hex(randomblob(16))),
+    lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :lease
+WHERE id IN (
+    SELECT c.id
+    FROM (
+        SELECT j.id, j.priority, j.run_at, j.tenant,
+               row_number() OVER (PARTITION BY j.tenant
+                                  ORDER BY j.priority, j.run_at, j.id) AS nth
+        FROM rota_jobs AS j
+        WHERE state = 'available' AND queue = :queue
+          AND (j.expires_at IS NULL OR j.expires_at > (julianday('now') - 2440587.5) * 86400.0)
+          AND (j.requires IS NULL OR :caps IS NULL OR NOT EXISTS (
+              SELECT 1 FROM json_each(j.requires) AS r WHERE instr(:caps, ',' || r.value || ',') = 0))
+          AND (j.partition_key IS NULL OR NOT EXISTS (
+              SELECT 1 FROM rota_jobs AS b
+              WHERE b.queue = j.queue AND b.partition_key = j.partition_key AND b.id < j.id
+                AND b.state IN ('scheduled', 'available', 'running', 'retryable', 'discarded')))
+    ) AS c
+    LEFT JOIN (SELECT tenant, count(*) AS n FROM rota_jobs WHERE state = 'running'
+               GROUP BY tenant) AS r ON r.tenant IS c.tenant
+    LEFT JOIN rota_tenants AS t ON t.name = c.tenant
+    WHERE t.max_running IS NULL OR c.nth <= t.max_running - COALESCE(r.n, 0)
+    ORDER BY COALESCE(r.n, 0) + c.nth, c.priority, c.run_at, c.id
+    LIMIT COALESCE((
+        SELECT MAX(0, MIN(
+            :limit,
+            COALESCE(q.global_limit - (SELECT count(*) FROM rota_jobs
+                                       WHERE state = 'running' AND queue = :queue), :limit),
+            COALESCE(q.rate_limit - (SELECT COALESCE(sum(s.n), 0) FROM rota_queue_starts AS s
+                                     WHERE s.queue = :queue
+                                       AND s.started_at > (julianday('now') - 2440587.5) * 86400.0
+                                                          - q.rate_period), :limit)))
+        FROM rota_queues AS q WHERE q.name = :queue AND NOT q.paused
+    ), 0)
+)
+RETURNING *
+
+-- name: queue_claim_path
+-- Whether claims of a queue must take the locked path (a limit, or fair by tenant).
+SELECT EXISTS (SELECT 1 FROM rota_queues WHERE name = :queue
+               AND (global_limit IS NOT NULL OR rate_limit IS NOT NULL OR fair))
+
+-- name: queue_set_fair
+-- Turn tenant-fair claiming of a queue on or off; workers see it on their next claim.
+INSERT INTO rota_queues (name, paused, fair, updated_at)
+VALUES (:queue, 0, :fair, (julianday('now') - 2440587.5) * 86400.0)
+ON CONFLICT (name) DO UPDATE
+SET fair = excluded.fair, updated_at = excluded.updated_at
+RETURNING name, fair
+
+-- name: queue_list_fair
+-- Queues that claim fairly by tenant.
+SELECT name FROM rota_queues WHERE fair ORDER BY name
+
+-- name: tenant_configure
+-- Set (or with NULL, clear) a tenant's cap on running jobs.
+INSERT INTO rota_tenants (name, max_running, updated_at)
+VALUES (:name, :max_running, (julianday('now') - 2440587.5) * 86400.0)
+ON CONFLICT (name) DO UPDATE
+SET max_running = excluded.max_running, updated_at = excluded.updated_at
+
+-- name: tenant_list
+-- Configured tenants and tenants with running or waiting jobs, with their counts.
+WITH counts AS (
+    SELECT tenant,
+           sum(state = 'running') AS running,
+           sum(state IN ('scheduled', 'available', 'retryable')) AS waiting
+    FROM rota_jobs
+    WHERE tenant IS NOT NULL AND state IN ('running', 'scheduled', 'available', 'retryable')
+      AND (:name IS NULL OR tenant = :name)
+    GROUP BY tenant
+),
+names AS (
+    SELECT name FROM rota_tenants WHERE :name IS NULL OR name = :name
+    UNION
+    SELECT tenant FROM counts
+)
+SELECT n.name, t.max_running, COALESCE(c.running, 0) AS running,
+       COALESCE(c.waiting, 0) AS waiting
+FROM names AS n
+LEFT JOIN rota_tenants AS t ON t.name = n.name
+LEFT JOIN counts AS c ON c.tenant = n.name
+ORDER BY n.name

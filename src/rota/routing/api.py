@@ -1,0 +1,37 @@
+"""`app.routing`: which workers advertise which capabilities, and which waiting jobs no
+live worker can run (so a job is never silently stuck behind a missing resource)."""
+
+from __future__ import annotations
+
+import builtins
+from typing import TYPE_CHECKING
+
+from rota.errors import ArgumentsError
+from rota.routing.model import Unroutable, WorkerAdvert
+from rota.task import check_queue_name
+
+if TYPE_CHECKING:
+    from rota.app import App
+
+
+class Routing:
+    """`app.routing.unroutable()`, `app.routing.workers()`."""
+
+    def __init__(self, app: App) -> None:
+        self._app = app
+
+    def workers(self) -> builtins.list[WorkerAdvert]:
+        """Live workers that advertised capabilities (plain workers do not advertise)."""
+        return self._app.driver.routing.worker_list()
+
+    def unroutable(
+        self, queue: str | None = None, *, limit: int = 100
+    ) -> builtins.list[Unroutable]:
+        """Waiting jobs whose requirements no live worker serving their queue covers,
+        grouped by queue and requirements, oldest first. They start once such a worker
+        runs; until then they are not lost, only waiting."""
+        if queue is not None:
+            check_queue_name(queue, ArgumentsError)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
+            raise ArgumentsError("limit must be from 1 to 10000")
+        return self._app.driver.routing.job_unroutable(queue, limit)

@@ -1,0 +1,37 @@
+"""Resource labels: what a task requires and what a worker advertises (`gpu`,
+`mem:large`). Pure validation, shared by the enqueue path, the worker settings and the CLI."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+LABEL = re.compile(r"[a-z0-9][a-z0-9_.:-]{0,62}")
+MAX_LABELS = 32
+
+
+def check_labels(value: object, what: str, error: type[Exception]) -> tuple[str, ...]:
+    """Validate a collection of labels into a sorted tuple without duplicates.
+
+    Labels are compared exactly, so they are lower case only: `GPU` and `gpu` would
+    otherwise be two resources that never match."""
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise error(
+            f"{what} takes a set of labels, e.g. {what}={{'gpu'}}, not {type(value).__name__}"
+        )
+    labels: set[str] = set()
+    for label in value:
+        if not isinstance(label, str) or not LABEL.fullmatch(label):
+            raise error(
+                f"bad label {label!r} in {what}: use 1-63 lower-case letters, digits and "
+                "_ . : - starting with a letter or digit (e.g. 'gpu', 'mem:large')"
+            )
+        labels.add(label)
+    if len(labels) > MAX_LABELS:
+        raise error(f"{what} has {len(labels)} labels; at most {MAX_LABELS} are allowed")
+    return tuple(sorted(labels))
+
+
+def satisfies(capabilities: Iterable[str], requires: Iterable[str]) -> bool:
+    """Whether a worker with `capabilities` may run a job that `requires` these labels."""
+    return set(requires) <= set(capabilities)
