@@ -1,1 +1,3 @@
-"""Observability: structured logs now; metrics and traces build on the same seams."""
+"""Observability: process-local metrics (metrics.py, attempts.py), Prometheus collectors
+for a worker (prometheus.py) and for the cluster (cluster.py) with their HTTP endpoint
+(server.py), OpenTelemetry traces (tracing.py) and structured logs (logging.py)."""

@@ -1,15 +1,39 @@
-"""Log set-up for rota processes: readable text or one JSON object per line, carrying
-job id, task, queue and attempt when a record has them."""
+"""Log set-up for rota processes: readable text or one JSON object per line. A JSON line
+logged while a job runs carries its job id, task, queue, attempt and trace id, whichever
+logger wrote it (the worker sets the job in a context variable for each attempt)."""
 
 from __future__ import annotations
 
 import json
 import logging
 import sys
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
-_CONTEXT_FIELDS = ("job_id", "task", "queue", "attempt", "worker")
+from rota.job import Job
+
+_CONTEXT_FIELDS = ("job_id", "task", "queue", "attempt", "worker", "trace_id", "event")
+
+# The job whose attempt runs in this context: set by the worker per attempt, and copied
+# into a sync task's thread with the rest of the context.
+current_job: ContextVar[Job | None] = ContextVar("rota_current_job", default=None)
+
+
+def job_fields(job: Job) -> dict[str, Any]:
+    """The log fields of `job`'s current attempt."""
+    from rota.observe.tracing import trace_id_of
+
+    fields: dict[str, Any] = {
+        "job_id": job.id,
+        "task": job.task,
+        "queue": job.queue,
+        "attempt": job.attempt,
+    }
+    trace_id = trace_id_of(job)
+    if trace_id is not None:
+        fields["trace_id"] = trace_id
+    return fields
 
 
 class JsonFormatter(logging.Formatter):
@@ -20,8 +44,12 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
+        job = current_job.get()
+        context = job_fields(job) if job is not None else {}
         for name in _CONTEXT_FIELDS:
             value = getattr(record, name, None)
+            if value is None:
+                value = context.get(name)
             if value is not None:
                 data[name] = value
         if record.exc_info:
