@@ -1,0 +1,80 @@
+"""Sagas (app.sagas): each saga step by step with its history; retry and abort."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rota.auth import Permission
+from rota.web.api import Api, Call
+from rota.web.models import AbortBody, FeatureQuery, KeyPath, SagaOut
+
+if TYPE_CHECKING:
+    from rota.drivers.base import SagaRecord
+
+
+def _json(saga: SagaRecord) -> SagaOut:
+    from rota.cli.sagas import saga_json  # one JSON shape for `rota sagas --json` and the API
+
+    return SagaOut.model_validate(saga_json(saga))
+
+
+def register(api: Api) -> None:
+    api.tags["sagas"] = "Sagas: steps with compensations."
+
+    @api.route(
+        "GET",
+        "/api/sagas",
+        permission=Permission.READ,
+        summary="List sagas",
+        tag="sagas",
+        query=FeatureQuery,
+        response=SagaOut,
+        many=True,
+    )
+    def list_sagas(call: Call) -> list[SagaOut]:
+        """Sagas, newest first, optionally by status."""
+        q: FeatureQuery = call.query
+        return [_json(s) for s in call.app.sagas.list(status=q.state, limit=q.limit)]
+
+    @api.route(
+        "GET",
+        "/api/sagas/{key}",
+        permission=Permission.READ,
+        summary="Show a saga",
+        tag="sagas",
+        path_model=KeyPath,
+        response=SagaOut,
+        errors=(404,),
+    )
+    def get_saga(call: Call) -> SagaOut:
+        """One saga by its business key: status, current step, data and history."""
+        return _json(call.app.sagas.get(call.path.key))
+
+    @api.route(
+        "POST",
+        "/api/sagas/{key}/retry",
+        permission=Permission.OPERATE,
+        summary="Retry a saga step",
+        tag="sagas",
+        path_model=KeyPath,
+        response=SagaOut,
+        errors=(404, 409),
+    )
+    def retry_saga(call: Call) -> SagaOut:
+        """Run the current step (or compensation) again now."""
+        return _json(call.app.sagas.retry(call.path.key))
+
+    @api.route(
+        "POST",
+        "/api/sagas/{key}/abort",
+        permission=Permission.OPERATE,
+        summary="Abort a saga",
+        tag="sagas",
+        path_model=KeyPath,
+        body=AbortBody,
+        response=SagaOut,
+        errors=(404, 409),
+    )
+    def abort_saga(call: Call) -> SagaOut:
+        """Stop a running saga and compensate its completed steps, newest first."""
+        return _json(call.app.sagas.abort(call.path.key, reason=call.body.reason))

@@ -1,0 +1,101 @@
+"""Health, the caller's identity, workers and the leader."""
+
+from __future__ import annotations
+
+from rota import __version__
+from rota.auth import Permission
+from rota.errors import RotaError
+from rota.web.api import Api, Call
+from rota.web.models import HealthOut, LeaderOut, MeOut, WorkerOut, WorkersOut
+from rota.web.problems import problem_response
+
+# A worker counts as seen when it started a job within this many seconds.
+WORKER_WINDOW = 600.0
+
+
+def register(api: Api) -> None:
+    api.tags["system"] = "Health, identity, workers and the leader."
+
+    @api.route(
+        "GET",
+        "/api/health",
+        permission=None,
+        summary="Health",
+        tag="system",
+        response=HealthOut,
+        errors=(503,),
+    )
+    def health(call: Call) -> object:
+        """Answers without a token: 200 when the database answers and its schema is
+        current, else 503 with the reason."""
+        try:
+            call.app.check_schema()
+            version: int | None = call.app.schema_version()
+        except RotaError as exc:
+            return problem_response(503, str(exc), kind="unavailable")
+        return HealthOut(
+            status="ok",
+            version=__version__,
+            dialect=call.app.driver.dialect,
+            schema_version=version,
+        )
+
+    @api.route(
+        "GET",
+        "/api/me",
+        permission=Permission.READ,
+        summary="Who am I",
+        tag="system",
+        response=MeOut,
+    )
+    def me(call: Call) -> MeOut:
+        """The caller's name, role and permissions (the dashboard shows its buttons by them)."""
+        from rota.web.features import available
+
+        p = call.principal
+        return MeOut(
+            name=p.name,
+            role=str(p.role),
+            permissions=sorted(str(x) for x in p.permissions),
+            features=available(call.app),
+        )
+
+    @api.route(
+        "GET",
+        "/api/workers",
+        permission=Permission.READ,
+        summary="Workers and leader",
+        tag="system",
+        response=WorkersOut,
+    )
+    def workers(call: Call) -> WorkersOut:
+        """Workers that run jobs now or started one in the last ten minutes, and who
+        holds each leadership."""
+        store = call.app.driver.web
+        leaders = store.leader_list()
+        led: dict[str, list[str]] = {}
+        for lead in leaders:
+            if lead.live:
+                led.setdefault(lead.leader, []).append(lead.name)
+        return WorkersOut(
+            workers=[
+                WorkerOut(
+                    worker=w.worker,
+                    running=w.running,
+                    queues=list(w.queues),
+                    last_seen=w.last_seen,
+                    leader_of=led.get(w.worker, []),
+                )
+                for w in store.worker_list(WORKER_WINDOW)
+            ],
+            leaders=[
+                LeaderOut(
+                    name=x.name,
+                    leader=x.leader,
+                    elected_at=x.elected_at,
+                    expires_at=x.expires_at,
+                    live=x.live,
+                )
+                for x in leaders
+            ],
+        )

@@ -1,0 +1,200 @@
+"""The dashboard in headless Chromium: open the overview, find a job by its key, see its
+failed attempts, retry the dead letter and watch the queue depth change live."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+import rota
+from rota.testing import drain
+from rota.web.server import create_app
+from tests.web import browser
+
+
+@dataclass
+class Dash:
+    app: rota.App
+    url: str
+    token: str
+    driver: Any
+
+
+def seed(app: rota.App) -> None:
+    """A small shop: payments that fail for one order, mail that works."""
+
+    @app.task(
+        name="shop.charge",
+        queue="payments",
+        max_attempts=3,
+        backoff=rota.Backoff(base=0, jitter=False),
+    )
+    def charge(order: int, amount: float = 9.5) -> None:
+        if order == 42:
+            raise ConnectionError("payment gateway timed out for order 42")
+
+    @app.task(name="shop.email", queue="mail")
+    def email(to: str) -> str:
+        return f"sent to {to}"
+
+    for order in range(1, 6):
+        app.enqueue("shop.charge", {"order": order}, key=f"order-{order}")
+    app.enqueue("shop.email", {"to": "ada@example.com"})
+    drain(app)
+    app.enqueue("shop.charge", {"order": 42, "amount": 120.0}, key="order-42")
+    drain(app, with_scheduled=True)
+    for order in range(100, 104):
+        app.enqueue("shop.charge", {"order": order}, key=f"order-{order}")
+
+
+@pytest.fixture
+def dash(sqlite_url: str) -> Iterator[Dash]:
+    why = browser.missing()
+    if why is not None:
+        if os.environ.get("CI") or os.environ.get("ROTA_REQUIRE_POSTGRES"):
+            pytest.fail(why + " (CI must run the browser tests)")
+        pytest.skip(why)
+    app = rota.App(sqlite_url)
+    app.migrate()
+    seed(app)
+    token = app.tokens.create("browser", "operator")
+    try:
+        with browser.serve(create_app(app, poll_seconds=0.5)) as url, browser.chromium() as driver:
+            yield Dash(app=app, url=url, token=token, driver=driver)
+    finally:
+        app.close()
+
+
+def wait(driver: Any, condition: Any, timeout: float = 10.0, message: Any = None) -> Any:
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    # Pages redraw what changed while we look: a vanished element just means "look again".
+    ignored = (NoSuchElementException, StaleElementReferenceException)
+    try:
+        return WebDriverWait(driver, timeout, 0.05, ignored_exceptions=ignored).until(condition)
+    except Exception:
+        if message is not None:
+            raise AssertionError(message()) from None
+        raise
+
+
+def depth(driver: Any, queue: str) -> int:
+    from selenium.webdriver.common.by import By
+
+    cell = driver.find_element(By.CSS_SELECTOR, f'tr[data-queue="{queue}"] td.depth')
+    return int(cell.text.replace(",", ""))
+
+
+def test_find_a_failed_job_retry_its_dead_letter_and_see_the_depth_change(dash: Dash) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    d = dash.driver
+    # The overview, signed in once with ?token= (the URL is cleaned, a cookie stays).
+    d.get(f"{dash.url}/?token={dash.token}")
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, 'tr[data-queue="payments"]'))
+    assert "token=" not in d.current_url
+    wait(d, lambda d: depth(d, "payments") == 4)
+    assert d.find_element(By.ID, "c-dead").text == "1"
+    assert d.find_element(By.ID, "chart").find_elements(By.TAG_NAME, "path")
+
+    # Find the job by its idempotency key.
+    d.get(f"{dash.url}/jobs")
+    box = wait(d, lambda d: d.find_element(By.NAME, "q"))
+    box.send_keys("order-42", Keys.ENTER)
+    wait(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#jobs tr[data-job]")) == 1)
+    row = d.find_element(By.CSS_SELECTOR, "#jobs tr[data-job]")
+    assert "discarded" in row.text and "payment gateway timed out" in row.text
+    row.find_element(By.TAG_NAME, "a").click()
+
+    # Its page shows every failed attempt with the error and a traceback.
+    wait(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#timeline li[data-attempt]")) == 3)
+    attempts = d.find_elements(By.CSS_SELECTOR, "#timeline li[data-attempt]")
+    assert [a.get_attribute("class") for a in attempts] == ["failed", "failed", "discarded"]
+    assert all("ConnectionError: payment gateway timed out" in a.text for a in attempts)
+    attempts[0].find_element(By.TAG_NAME, "summary").click()
+    assert "Traceback" in attempts[0].find_element(By.TAG_NAME, "pre").text
+    job_id = int(d.current_url.rsplit("/", 1)[1])
+
+    # Retry it from the dead-letter view.
+    d.get(f"{dash.url}/dead-letters")
+    button = wait(d, lambda d: d.find_element(By.CSS_SELECTOR, f'button[data-retry="{job_id}"]'))
+    button.click()
+    wait(d, lambda d: "No dead letters" in d.find_element(By.ID, "dead").text)
+    assert dash.app.get_job(job_id).state is rota.JobState.AVAILABLE
+
+    # The overview shows the deeper queue, and follows new work without a reload.
+    d.get(f"{dash.url}/")
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, 'tr[data-queue="payments"]'))
+    wait(d, lambda d: depth(d, "payments") == 5)
+    dash.app.enqueue("shop.charge", {"order": 500})
+    wait(d, lambda d: depth(d, "payments") == 6)
+    wait(d, lambda d: d.find_element(By.ID, "c-dead").text == "0")
+
+
+def test_replay_dead_letters_after_a_dry_run(dash: Dash) -> None:
+    from selenium.webdriver.common.by import By
+
+    more = [dash.app.enqueue("shop.charge", {"order": 42}, max_attempts=1) for _ in range(2)]
+    drain(dash.app, ["payments"])  # runs the 4 waiting ones too: the queue is empty now
+    replayer = dash.app.tokens.create("night-shift", "replayer")
+    d = dash.driver
+    d.get(f"{dash.url}/dead-letters?token={replayer}")
+    wait(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#dead tr[data-job]")) == 3)
+    assert d.find_elements(By.CSS_SELECTOR, "button[data-retry]") == []  # no OPERATE
+    form = d.find_element(By.ID, "search")
+    form.find_element(By.NAME, "error_type").send_keys("ConnectionError")
+    form.find_element(By.NAME, "task").send_keys("shop.charge")
+    form.find_element(By.TAG_NAME, "button").click()
+    replay = d.find_element(By.ID, "replay-now")
+    assert not replay.is_enabled()  # nothing to replay before a dry run
+    d.find_element(By.NAME, "reason").send_keys("gateway fixed in INC-2041")
+    d.find_element(By.ID, "dry-run").click()
+    result = d.find_element(By.ID, "replay-result")
+    wait(d, lambda d: "Dry run: would replay 3 of 3" in result.text)
+    assert len(dash.app.dlq.list()) == 3  # the dry run changed nothing
+    wait(d, lambda d: d.find_element(By.ID, "replay-now").is_enabled())
+    d.find_element(By.ID, "replay-now").click()
+    wait(d, lambda d: "Replayed 3 dead letters" in d.find_element(By.ID, "replay-result").text)
+    wait(d, lambda d: "No dead letters match" in d.find_element(By.ID, "dead").text)
+    wait(d, lambda d: "gateway fixed in INC-2041" in d.find_element(By.ID, "replays").text)
+    assert all(dash.app.get_job(j.id).state is rota.JobState.AVAILABLE for j in more)
+    d.get(f"{dash.url}/")
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, 'tr[data-queue="payments"]'))
+    wait(d, lambda d: depth(d, "payments") == 3, message=lambda: str(dash.app.list_queues()))
+
+
+def test_pause_a_queue_from_the_overview(dash: Dash) -> None:
+    from selenium.webdriver.common.by import By
+
+    d = dash.driver
+    d.get(f"{dash.url}/?token={dash.token}")
+    button = wait(d, lambda d: d.find_element(By.CSS_SELECTOR, 'button[data-queue="mail"]'))
+    assert button.text == "Pause"
+    button.click()
+    wait(d, lambda d: d.find_element(By.CSS_SELECTOR, 'button[data-queue="mail"]').text == "Resume")
+    assert [q.paused for q in dash.app.list_queues() if q.name == "mail"] == [True]
+
+
+def test_login_form_and_a_viewer_sees_no_buttons(dash: Dash) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    viewer = dash.app.tokens.create("reader", "viewer")
+    d = dash.driver
+    d.get(f"{dash.url}/jobs")
+    field = wait(d, lambda d: d.find_element(By.NAME, "token"))
+    field.send_keys("rota_wrong", Keys.ENTER)
+    wait(d, lambda d: d.find_element(By.ID, "login-error").is_displayed())
+    field.clear()
+    field.send_keys(viewer, Keys.ENTER)
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#jobs tr[data-job]"))
+    assert d.current_url.endswith("/jobs")
+    d.get(f"{dash.url}/")
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, 'tr[data-queue="payments"]'))
+    assert d.find_elements(By.CSS_SELECTOR, "button[data-queue]") == []
