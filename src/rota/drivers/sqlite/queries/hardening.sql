@@ -1,0 +1,71 @@
+-- name: job_progress_record_many
+-- Store the progress running jobs reported, each fenced by its lease token; returns ids written.
+UPDATE rota_jobs
+SET progress = c.fraction, progress_message = c.message,
+    progress_at = (julianday('now') - 2440587.5) * 86400.0
+FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS token,
+             json_extract(value, '$[2]') AS fraction, json_extract(value, '$[3]') AS message
+      FROM json_each(:batch)) AS c
+WHERE rota_jobs.id = c.id AND rota_jobs.lease_token = c.token AND +rota_jobs.state = 'running'
+RETURNING rota_jobs.id
+
+-- name: sealed_job_scan
+-- Jobs whose arguments are sealed (encrypted), by id, one page after `after`.
+SELECT id, args FROM rota_jobs
+WHERE id > :after AND json_type(args, '$."$rota_sealed"') IS NOT NULL
+ORDER BY id
+LIMIT :limit
+
+-- name: sealed_job_swap
+-- Replace one job's sealed arguments, only if they are still the ones read (compare and swap).
+UPDATE rota_jobs SET args = :new WHERE id = :id AND args = :old
+RETURNING id
+
+-- name: sealed_schedule_scan
+-- Schedules whose job template carries sealed arguments, by id, one page after `after`.
+SELECT id, args FROM rota_schedules
+WHERE id > :after AND json_type(args, '$."$rota_sealed"') IS NOT NULL
+ORDER BY id
+LIMIT :limit
+
+-- name: sealed_schedule_swap
+-- Replace one schedule's sealed arguments, only if they are still the ones read.
+UPDATE rota_schedules SET args = :new WHERE id = :id AND args = :old
+RETURNING id
+
+-- name: catalog_tables
+-- rota's tables, with their columns in order (a JSON array).
+SELECT m.name AS name,
+       (SELECT json_group_array(p.name) FROM pragma_table_info(m.name) AS p) AS columns
+FROM sqlite_master AS m
+WHERE m.type = 'table' AND m.name LIKE 'rota\_%' ESCAPE '\'
+ORDER BY m.name
+
+-- name: catalog_sequences
+-- SQLite has no sequence objects (INTEGER PRIMARY KEY allocates ids): none.
+SELECT NULL AS name WHERE 0
+
+-- name: catalog_functions
+-- SQLite has no stored functions: none.
+SELECT NULL AS name, NULL AS args WHERE 0
+
+-- name: catalog_schema
+-- SQLite has one schema.
+SELECT 'main' AS name
+
+-- name: copy_columns
+-- Every column of rota's tables with its declared type (for `rota db copy`).
+SELECT m.name AS table_name, p.name AS column_name, lower(p.type) AS type_name
+FROM sqlite_master AS m, pragma_table_info(m.name) AS p
+WHERE m.type = 'table' AND m.name LIKE 'rota\_%' ESCAPE '\'
+ORDER BY m.name, p.cid
+
+-- name: copy_foreign_keys
+-- Which of rota's tables reference which (a child is copied after its parents).
+SELECT DISTINCT m.name AS child, f."table" AS parent
+FROM sqlite_master AS m, pragma_foreign_key_list(m.name) AS f
+WHERE m.type = 'table' AND m.name LIKE 'rota\_%' ESCAPE '\'
+
+-- name: copy_serial_columns
+-- SQLite allocates INTEGER PRIMARY KEY ids from the table itself: nothing to move on.
+SELECT NULL AS table_name, NULL AS column_name WHERE 0
