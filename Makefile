@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test check lint typecheck unit bench lock clean
+.PHONY: demo test check lint typecheck unit bench chaos lock clean
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,12 +37,18 @@ unit: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench
 
+## Chaos on PostgreSQL: 10,000 orders, SIGKILLs, a server restart, a SIGTERM drain (docs/reliability.md).
+chaos: $(STAMP)
+	$(BIN)/python -m bench.chaos
+
 lock:
 	rm -rf /tmp/rota-lock && $(PYTHON) -m venv /tmp/rota-lock
 	/tmp/rota-lock/bin/pip install --quiet --upgrade pip
-	/tmp/rota-lock/bin/pip install --quiet "click" "cronsim" "rich" "pydantic" "psycopg[binary]" \
+	/tmp/rota-lock/bin/pip install --quiet "click" "cronsim" "cryptography" "rich" "pydantic" "psycopg[binary]" \
 	  "psycopg-pool" "pyyaml" "starlette" "uvicorn" pytest hypothesis mypy ruff pytest-timeout \
-	  hatchling editables pika jsonschema kubernetes-validate types-PyYAML
+	  hatchling editables pika jsonschema kubernetes-validate types-PyYAML \
+	  prometheus-client opentelemetry-api opentelemetry-sdk fpdf2 segno \
+	  jinja2 httpx2 schemathesis selenium
 	{ echo "# Pinned dependencies for development, tests and the demo."; echo "# Regenerate: make lock"; \
 	  /tmp/rota-lock/bin/pip freeze; } > requirements.lock
 

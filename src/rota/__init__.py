@@ -2,6 +2,13 @@
 
 from rota.app import App
 from rota.auth import Permission, Principal, Role
+from rota.batches import (
+    BatchError,
+    BatchNotFoundError,
+    BatchStatus,
+    FailureRule,
+    SuccessRule,
+)
 from rota.context import Context
 from rota.errors import (
     ArgumentsError,
@@ -16,6 +23,8 @@ from rota.errors import (
     PermissionDeniedError,
     Retry,
     RotaError,
+    SagaError,
+    SagaNotFoundError,
     ScheduleError,
     ScheduleNotFoundError,
     SchemaError,
@@ -23,12 +32,17 @@ from rota.errors import (
     TaskDefinitionError,
     TaskTimeoutError,
     UnknownTaskError,
+    WorkflowError,
+    WorkflowNotFoundError,
 )
+from rota.events import Event
 from rota.job import Attempt, Job, JobState, Outcome
 from rota.retry import Backoff
+from rota.sagas import Saga, SagaRecord, SagaStatus, SagaStep
 from rota.schedules import Schedule, ScheduleWarning
 from rota.task import Task
 from rota.worker import Worker, WorkerSettings
+from rota.workflows import Workflow, WorkflowRun
 
 __version__ = "0.1.0"
 
@@ -38,10 +52,15 @@ __all__ = [
     "Attempt",
     "AuthenticationError",
     "Backoff",
+    "BatchError",
+    "BatchNotFoundError",
+    "BatchStatus",
     "ConfigurationError",
     "Context",
     "DatabaseUnavailableError",
     "Discard",
+    "Event",
+    "FailureRule",
     "InvalidTransitionError",
     "Job",
     "JobNotFoundError",
@@ -55,17 +74,28 @@ __all__ = [
     "Retry",
     "Role",
     "RotaError",
+    "Saga",
+    "SagaError",
+    "SagaNotFoundError",
+    "SagaRecord",
+    "SagaStatus",
+    "SagaStep",
     "Schedule",
     "ScheduleError",
     "ScheduleNotFoundError",
     "ScheduleWarning",
     "SchemaError",
     "Snooze",
+    "SuccessRule",
     "Task",
     "TaskDefinitionError",
     "TaskTimeoutError",
     "UnknownTaskError",
     "Worker",
     "WorkerSettings",
+    "Workflow",
+    "WorkflowError",
+    "WorkflowNotFoundError",
+    "WorkflowRun",
     "__version__",
 ]

@@ -4,13 +4,14 @@ that every other part (worker, CLI, maintenance) reads and writes through."""
 from __future__ import annotations
 
 import functools
-import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from rota.auth import TokenRegistry
+from rota.batches.registry import BatchRegistry
+from rota.batches.status import BatchStatus
 from rota.drivers import Driver, open_driver
 from rota.drivers.base import (
     JobFilter,
@@ -21,6 +22,8 @@ from rota.drivers.base import (
     ScheduleRun,
     ScheduleRunFilter,
 )
+from rota.drivers.url import DatabaseURL
+from rota.drivers.url import from_environment as url_from_environment
 from rota.drivers.url import parse as parse_url
 from rota.errors import (
     ArgumentsError,
@@ -31,12 +34,27 @@ from rota.errors import (
     UnknownTaskError,
 )
 from rota.job import Job, JobState
+from rota.observe.metrics import ProcessMetrics
+from rota.observe.tracing import traced_insert
 from rota.payload import DEFAULT_MAX_PAYLOAD_BYTES
 from rota.retry import Backoff
+from rota.routing.labels import check_labels
 from rota.schedules.schedule import Schedule, spec_of
 from rota.schedules.spec import ConcurrencyPolicy, ScheduleSpec, check_run_name, parse_choice
 from rota.schedules.ticks import DstPolicy
 from rota.task import Task, TaskPolicy, check_queue_name
+
+if TYPE_CHECKING:
+    from rota.drivers.base import EventRecord
+    from rota.events import EventBus
+    from rota.ops.dlq import DeadLetters
+    from rota.ops.queues import QueueControls
+    from rota.routing.api import Routing
+    from rota.sagas import SagaRegistry
+    from rota.schedules.schedule import Schedule as _Schedule
+    from rota.tenants.api import Tenants
+    from rota.workflows.definition import Workflow
+    from rota.workflows.registry import WorkflowRegistry
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -50,12 +68,13 @@ class App:
 
     def __init__(
         self,
-        url: str | None = None,
+        url: str | DatabaseURL | None = None,
         *,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         pool_size: int = 4,
     ) -> None:
-        self.url = parse_url(url if url is not None else os.environ.get("ROTA_DATABASE_URL", ""))
+        # The URL, or $ROTA_DATABASE_URL, or the file named by $ROTA_DATABASE_URL_FILE.
+        self.url = parse_url(url) if url is not None else url_from_environment()
         if not isinstance(max_payload_bytes, int) or max_payload_bytes < 1:
             raise TaskDefinitionError("max_payload_bytes must be a positive integer")
         self.max_payload_bytes = max_payload_bytes
@@ -72,7 +91,7 @@ class App:
     @property
     def driver(self) -> Driver:
         if self._driver is None:
-            self._driver = open_driver(self.url.raw, pool_size=self.pool_size)
+            self._driver = open_driver(self.url, pool_size=self.pool_size)
         return self._driver
 
     def close(self) -> None:
@@ -81,9 +100,89 @@ class App:
             self._driver = None
 
     @functools.cached_property
+    def metrics(self) -> ProcessMetrics:
+        """This process's job counters and timings (served by `rota worker --metrics-port`)."""
+        return ProcessMetrics()
+
+    @functools.cached_property
     def tokens(self) -> TokenRegistry:
         """API tokens for the HTTP API: `app.tokens.create("ops", "operator")`."""
         return TokenRegistry(self)
+
+    @functools.cached_property
+    def sagas(self) -> SagaRegistry:
+        """Sagas: `app.sagas.register(saga)`, `.start(saga, key="order-42")`, `.get(key)`."""
+        from rota.sagas import SagaRegistry
+
+        return SagaRegistry(self)
+
+    @functools.cached_property
+    def events(self) -> EventBus:
+        """Events: `app.events.publish(...)`, `.replay(...)`; see `app.on` and `app.publish`."""
+        from rota.events import EventBus
+
+        return EventBus(self)
+
+    def on(self, event: str, **policy: Any) -> Callable[[Callable[..., Any]], Task[Any, Any]]:
+        """Subscribe a function to an event: `@app.on("user.signed_up", max_attempts=5)`.
+        Each publish gives it one job (its own retries and dead letters) and a rota.Event."""
+        return self.events.on(event, **policy)
+
+    def publish(self, name: str, payload: Any = None, **options: Any) -> EventRecord:
+        """Publish an event (`version=`, idempotency `key=`, your transaction `conn=`):
+        one job per subscriber, in the same transaction. Returns the event with its id."""
+        return self.events.publish(name, payload, **options)
+
+    @functools.cached_property
+    def dlq(self) -> DeadLetters:
+        """Dead letters and governed replay: `app.dlq.replay(task=..., reason=...)`."""
+        from rota.ops.dlq import DeadLetters
+
+        return DeadLetters(self)
+
+    @functools.cached_property
+    def queues(self) -> QueueControls:
+        """Queue controls: `app.queues.configure("mail", global_limit=3, rate=(100, 60))`."""
+        from rota.ops.queues import QueueControls
+
+        return QueueControls(self)
+
+    @functools.cached_property
+    def routing(self) -> Routing:
+        """Routing: `app.routing.unroutable()` (jobs no live worker can run), `.workers()`."""
+        from rota.routing.api import Routing
+
+        return Routing(self)
+
+    @functools.cached_property
+    def tenants(self) -> Tenants:
+        """Tenants: `app.tenants.set_fair("reports")`, `.configure("acme", max_running=5)`."""
+        from rota.tenants.api import Tenants
+
+        return Tenants(self)
+
+    @functools.cached_property
+    def batches(self) -> BatchRegistry:
+        """Batches with Kubernetes Job semantics: `app.batches.get("shards")`."""
+        return BatchRegistry(self)
+
+    def batch(self, task: Task[Any, Any] | str, **options: Any) -> BatchStatus:
+        """Start a batch: `app.batch(resize, items=[...], parallelism=4)` or
+        `app.batch(shard, completions=8, indexed=True)`; see docs/batches.md."""
+        return self.batches.create(task, **options)
+
+    @functools.cached_property
+    def workflows(self) -> WorkflowRegistry:
+        """Workflows (DAGs of steps): `app.workflows.start(wf, key=...)`, `.get(id or key)`,
+        `.cancel(...)`, `.retry_step(...)`; see docs/workflows.md."""
+        from rota.workflows.registry import WorkflowRegistry
+
+        return WorkflowRegistry(self)
+
+    def schedule_workflow(self, workflow: Workflow, expression: str, **options: Any) -> _Schedule:
+        """Start `workflow` on a cron schedule, one run per tick (a double tick starts one
+        run): `app.schedule_workflow(wf, "0 3 * * *", tz="Europe/Berlin", args={...})`."""
+        return self.workflows.schedule(workflow, expression, **options)
 
     def __enter__(self) -> App:
         return self
@@ -111,6 +210,8 @@ class App:
         permanent: Sequence[type[BaseException]] = (),
         key_ttl: float | None = 24 * 3600.0,
         key_states: Iterable[JobState | str] | None = None,
+        encrypted: bool = False,
+        requires: Iterable[str] = (),
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
     def task(
@@ -127,6 +228,8 @@ class App:
         permanent: Sequence[type[BaseException]] = (),
         key_ttl: float | None = 24 * 3600.0,
         key_states: Iterable[JobState | str] | None = None,
+        encrypted: bool = False,
+        requires: Iterable[str] = (),
     ) -> Any:
         """Register a task: `@app.task` or `@app.task(queue="tickets", max_attempts=5)`."""
         policy = TaskPolicy(
@@ -138,6 +241,8 @@ class App:
             permanent=tuple(permanent),
             key_ttl=key_ttl,
             key_states=None if key_states is None else frozenset(_state(s) for s in key_states),
+            encrypted=bool(encrypted),
+            requires=check_labels(requires, "requires", TaskDefinitionError),
         )
 
         def register(fn: Callable[..., Any]) -> Task[Any, Any]:
@@ -172,7 +277,10 @@ class App:
     def _insert(
         self, rows: list[JobInsert], *, conn: Any, tasks: list[Task[Any, Any]]
     ) -> list[Job]:
-        jobs = self.driver.job_insert_many(rows, conn=conn)
+        driver = self.driver
+        # A producer span around the insert when OpenTelemetry is set up (else a plain call).
+        jobs = traced_insert(rows, lambda traced: driver.job_insert_many(traced, conn=conn))
+        self.metrics.jobs_enqueued(jobs)
         if self._inline_runner is not None:
             self._inline_runner(jobs, conn)
         return jobs
@@ -240,11 +348,13 @@ class App:
 
     def pause_queue(self, name: str) -> None:
         check_queue_name(name, ArgumentsError)
-        self.driver.queue_set_paused(name, True)
+        # An operator's pause is one hold among a window's and a breaker's (rota.ops.holds).
+        self.driver.holds.hold_put(name, "manual", "paused by an operator", None)
 
     def resume_queue(self, name: str) -> None:
+        """Lift the operator's pause; a closed window or an open breaker still holds it."""
         check_queue_name(name, ArgumentsError)
-        self.driver.queue_set_paused(name, False)
+        self.driver.holds.hold_drop(name, "manual")
 
     # --- schedules ----------------------------------------------------------------------
 

@@ -9,7 +9,9 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -18,12 +20,17 @@ from rota.job import Job, JobState
 from rota.payload import encode
 
 if TYPE_CHECKING:
-    from rota.drivers.base import Driver
+    from rota.drivers.base import Driver, ProgressUpdate
+    from rota.workflows.context import StepContext
 
 T = TypeVar("T")
 _COMPLETED_IN_TRANSACTION = json.dumps({"outcome": "completed", "message": "ctx.transaction()"})
 
 _task_log = logging.getLogger("rota.task")
+PROGRESS_MESSAGE_LIMIT = 500
+# Without a worker's progress writer (rota.testing, one-shot runs) a context writes its
+# progress itself, at most this often.
+PROGRESS_INTERVAL = 0.5
 
 
 class Context:
@@ -39,7 +46,10 @@ class Context:
         "_event",
         "_log",
         "_nudge",
+        "_progress_at",
+        "_progress_sink",
         "_steps",
+        "_workflow",
         "cancel_reason",
         "completed_in_transaction",
         "draining",
@@ -55,12 +65,16 @@ class Context:
         worker_id: str,
         driver: Driver | None = None,
         nudge: Callable[[], None] | None = None,
+        progress: Callable[[ProgressUpdate], None] | None = None,
     ) -> None:
         self.job = job
+        self._progress_sink = progress
+        self._progress_at = 0.0
         self.worker_id = worker_id
         self._driver = driver
         self._nudge = nudge
         self._steps: dict[str, Any] | None = None
+        self._workflow: StepContext | None = None
         # The value the last attempt stored with checkpoint(): resume from here.
         self.last_checkpoint: Any = job.checkpoint
         # True once the worker got SIGTERM: checkpoint soon, the grace period is running.
@@ -76,6 +90,32 @@ class Context:
     def meta(self) -> dict[str, Any]:
         """What rota's features attached to this job (batch index, workflow step, ...)."""
         return self.job.meta
+
+    @property
+    def workflow(self) -> StepContext | None:
+        """Where this job sits in a workflow (step, index, total, the run's args and the
+        results of completed steps); None when the job is not a workflow step."""
+        if self._workflow is None:
+            from rota.workflows.context import step_context
+
+            self._workflow = step_context(self.job.meta, self._driver)
+        return self._workflow
+
+    @property
+    def index(self) -> int:
+        """This job's index in its batch (0 ... total - 1): Kubernetes' completion index."""
+        return int(self._batch_meta("index"))
+
+    @property
+    def total(self) -> int:
+        """How many indexes (completions) this job's batch has."""
+        return int(self._batch_meta("total"))
+
+    def _batch_meta(self, key: str) -> Any:
+        batch = self.job.meta.get("batch")
+        if not isinstance(batch, dict) or key not in batch:
+            raise RotaError(f"ctx.{key} is set only for jobs of a batch (app.batch(...))")
+        return batch[key]
 
     @property
     def attempt(self) -> int:
@@ -116,6 +156,35 @@ class Context:
         """Ask the worker to renew this job's lease now rather than on its next beat."""
         if self._nudge is not None:
             self._nudge()
+
+    def progress(self, fraction: float, message: str | None = None) -> None:
+        """Report how far this job has come: `fraction` from 0 to 1 and a short message,
+        shown by `rota jobs show` and the dashboard. Cheap to call in a loop: the worker
+        keeps the latest value and writes at most one every half second (never blocking
+        the task), fenced by the lease token."""
+        from rota.drivers.base import ProgressUpdate
+
+        if (
+            isinstance(fraction, bool)
+            or not isinstance(fraction, int | float)
+            or not math.isfinite(fraction)
+            or not 0 <= fraction <= 1
+        ):
+            raise RotaError(f"progress is a fraction from 0 to 1, not {fraction!r}")
+        if message is not None and not isinstance(message, str):
+            raise RotaError(f"a progress message is a string, not {type(message).__name__}")
+        if message is not None and len(message) > PROGRESS_MESSAGE_LIMIT:
+            message = message[: PROGRESS_MESSAGE_LIMIT - 1] + "…"
+        update = ProgressUpdate(self.job.id, self.lease_token, float(fraction), message)
+        if self._progress_sink is not None:
+            self._progress_sink(update)
+            return
+        now = time.monotonic()
+        # Rate-limited, except the final value: "done" must not be the one dropped.
+        if self._driver is None or (now - self._progress_at < PROGRESS_INTERVAL and fraction < 1):
+            return
+        self._progress_at = now
+        self._driver.progress.record_many([update])
 
     def request_cancel(self, reason: str) -> None:
         """Ask the task to stop (called by the worker, on its event loop)."""

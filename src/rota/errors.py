@@ -61,12 +61,38 @@ class ScheduleNotFoundError(RotaError):
     """No schedule has the given name."""
 
 
+class BatchError(RotaError):
+    """A batch definition is invalid, or an action does not fit the batch's state
+    (resuming a finished batch)."""
+
+
+class BatchNotFoundError(RotaError):
+    """No batch has the given id or name."""
+
+
+class WorkflowError(RotaError):
+    """A workflow is declared or started wrongly (a cycle, an unknown step, bad
+    arguments), or an action does not fit its state (retrying a step that did not fail)."""
+
+
+class WorkflowNotFoundError(RotaError):
+    """No workflow has the given id or key."""
+
+
 class AuthenticationError(RotaError):
     """An API token is missing, malformed, unknown or revoked."""
 
 
 class PermissionDeniedError(RotaError):
     """The caller's role does not grant the permission an operation needs."""
+
+
+class SagaError(RotaError):
+    """A saga cannot do what was asked: it is unknown, finished, or its step is running."""
+
+
+class SagaNotFoundError(SagaError):
+    """No saga has the given business key."""
 
 
 # --- control flow raised by tasks -------------------------------------------

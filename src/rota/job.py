@@ -25,6 +25,11 @@ class JobState(enum.StrEnum):
         return self in FINISHED_STATES
 
 
+# Stored arguments of an encrypted task are one JSON object holding this key (see
+# rota.security.encryption); listings show MASKED_ARGS in their place.
+SEALED_MARK = "$rota_sealed"
+MASKED_ARGS = "<encrypted>"
+
 FINISHED_STATES = frozenset({JobState.COMPLETED, JobState.DISCARDED, JobState.CANCELLED})
 
 # Every legal move of a job. The drivers' SQL only ever performs these; the unit
@@ -45,7 +50,9 @@ TRANSITIONS: dict[JobState, frozenset[JobState]] = {
     JobState.RETRYABLE: frozenset({JobState.AVAILABLE, JobState.CANCELLED}),
     # Finished jobs may be retried by an operator (`rota jobs retry`).
     JobState.COMPLETED: frozenset({JobState.AVAILABLE}),
-    JobState.DISCARDED: frozenset({JobState.AVAILABLE}),
+    # A dead letter is retried or replayed (paced replays wait as scheduled), or
+    # dismissed by an operator (cancelled: it no longer holds up its partition key).
+    JobState.DISCARDED: frozenset({JobState.AVAILABLE, JobState.SCHEDULED, JobState.CANCELLED}),
     JobState.CANCELLED: frozenset({JobState.AVAILABLE}),
 }
 
@@ -138,6 +145,20 @@ class Job:
     meta: dict[str, Any] = field(default_factory=dict)
     # False when enqueue found an existing job with the same idempotency key.
     created: bool = True
+    # The last ctx.progress() the job reported: a fraction 0..1, a message, and when.
+    progress: float | None = None
+    progress_message: str | None = None
+    progress_at: datetime | None = None
+    # Jobs with the same partition key (per queue) run one at a time, in id order.
+    partition_key: str | None = None
+    expires_at: datetime | None = None  # not started by then: dead-lettered as `expired`
+    requires: tuple[str, ...] = ()  # labels a worker must advertise to claim it
+    tenant: str | None = None  # who the job is for (fair queues, per-tenant caps)
+
+    @property
+    def args_encrypted(self) -> bool:
+        """True when the stored arguments are sealed (`@app.task(encrypted=True)`)."""
+        return SEALED_MARK in self.args
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready view for the CLI and HTTP API (the lease token stays private)."""
@@ -145,7 +166,9 @@ class Job:
             "id": self.id,
             "task": self.task,
             "queue": self.queue,
-            "args": self.args,
+            # Sealed arguments are never shown, not even as ciphertext.
+            "args": MASKED_ARGS if self.args_encrypted else self.args,
+            "args_encrypted": self.args_encrypted,
             "state": str(self.state),
             "priority": self.priority,
             "attempt": self.attempt,
@@ -163,5 +186,12 @@ class Job:
             "result": self.result,
             "checkpoint": self.checkpoint,
             "meta": self.meta,
+            "progress": self.progress,
+            "progress_message": self.progress_message,
+            "progress_at": self.progress_at.isoformat() if self.progress_at else None,
+            "partition_key": self.partition_key,
+            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
+            "requires": list(self.requires),
+            "tenant": self.tenant,
             "history": [a.to_json() for a in self.history],
         }

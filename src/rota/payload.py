@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from collections.abc import Callable
 from typing import Any, get_type_hints
 
@@ -14,6 +15,7 @@ from rota.errors import ArgumentsError, PayloadError, TaskDefinitionError
 
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
@@ -23,6 +25,10 @@ def encode(value: Any, *, what: str = "value", limit: int | None = None) -> str:
         text = _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise PayloadError(f"{what} is not JSON: {exc}") from None
+    # PostgreSQL's jsonb cannot hold U+0000; refuse it on both dialects alike, at the door.
+    # (The substring test is cheap; the pattern skips an escaped backslash before "u0000".)
+    if "\\u0000" in text and _NUL_ESCAPE.search(text):
+        raise PayloadError(f"{what} contains a NUL character (\\u0000), which cannot be stored")
     if limit is not None:
         # ASCII text is one byte a character; only other text needs encoding to count.
         size = len(text) if text.isascii() else len(text.encode())

@@ -16,6 +16,7 @@ from rota.errors import ArgumentsError, TaskDefinitionError
 from rota.job import Job, JobState
 from rota.payload import ArgsModel, encode
 from rota.retry import Backoff
+from rota.routing.labels import check_labels
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -24,7 +25,21 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 # Options enqueue() accepts beside the task's own arguments; a task may not use these names.
-ENQUEUE_OPTIONS = frozenset({"key", "at", "delay", "priority", "queue", "conn", "max_attempts"})
+ENQUEUE_OPTIONS = frozenset(
+    {
+        "key",
+        "at",
+        "delay",
+        "priority",
+        "queue",
+        "conn",
+        "max_attempts",
+        "partition_key",
+        "expires_at",
+        "requires",
+        "tenant",
+    }
+)
 PRIORITY_RANGE = range(-100, 101)
 MAX_KEY_LENGTH = 512
 
@@ -44,9 +59,16 @@ class TaskPolicy:
     # (None: in any state).
     key_ttl: float | None = 24 * 3600.0
     key_states: frozenset[JobState] | None = None
+    # Arguments stored encrypted under $ROTA_ENCRYPTION_KEYS (rota.security.encryption).
+    encrypted: bool = False
+    # Labels a worker must advertise to run the task's jobs (rota.routing); () for any.
+    requires: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_queue_name(self.queue, TaskDefinitionError)
+        object.__setattr__(
+            self, "requires", check_labels(self.requires, "requires", TaskDefinitionError)
+        )
         check_priority(self.priority, TaskDefinitionError)
         check_max_attempts(self.max_attempts, TaskDefinitionError)
         if self.timeout is not None and not (self.timeout > 0 and math.isfinite(self.timeout)):
@@ -87,6 +109,31 @@ def check_priority(priority: object, error: type[Exception]) -> None:
 def check_max_attempts(value: object, error: type[Exception]) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 10_000:
         raise error(f"max_attempts must be an integer from 1 to 10000, not {value!r}")
+
+
+def check_partition_options(partition_key: object, expires_at: object, at: datetime | None) -> None:
+    """Validate the ordering and deadline options of one job (rota.ops)."""
+    if partition_key is not None and (
+        not isinstance(partition_key, str)
+        or not partition_key
+        or len(partition_key) > MAX_KEY_LENGTH
+    ):
+        raise ArgumentsError(
+            f"partition_key must be a non-empty string of at most {MAX_KEY_LENGTH} chars"
+        )
+    if expires_at is not None:
+        if not isinstance(expires_at, datetime):
+            raise ArgumentsError(f"expires_at= must be a datetime, not {type(expires_at).__name__}")
+        if expires_at.tzinfo is None:
+            raise ArgumentsError("expires_at= must be timezone-aware (e.g. datetime.now(UTC))")
+        if at is not None and expires_at <= at:
+            raise ArgumentsError("expires_at= must be later than at=: the job could never start")
+
+
+def check_tenant(tenant: object) -> None:
+    """A tenant is a short name (the same rules as a queue name)."""
+    if tenant is not None:
+        check_queue_name(tenant, ArgumentsError)
 
 
 def _takes_context(func: Callable[..., Any]) -> bool:
@@ -135,11 +182,19 @@ class Task(Generic[P, R]):
         priority: int | None = None,
         queue: str | None = None,
         max_attempts: int | None = None,
+        partition_key: str | None = None,
+        expires_at: datetime | None = None,
+        requires: Iterable[str] | None = None,
+        tenant: str | None = None,
         conn: Any = None,
         **args: Any,
     ) -> Job:
         """Store one job. With `conn=` (a psycopg or sqlite3 connection in an open
-        transaction) the job commits or rolls back with the caller's own writes."""
+        transaction) the job commits or rolls back with the caller's own writes.
+        Jobs with the same `partition_key` (in one queue) run one at a time, in enqueue
+        order; a job not started by `expires_at` is dead-lettered as expired.
+        `requires` replaces the task's required labels for this job; `tenant` names who
+        the job is for (fair queues, per-tenant caps)."""
         row = self.build(
             args,
             key=key,
@@ -148,6 +203,10 @@ class Task(Generic[P, R]):
             priority=priority,
             queue=queue,
             max_attempts=max_attempts,
+            partition_key=partition_key,
+            expires_at=expires_at,
+            requires=requires,
+            tenant=tenant,
         )
         return self.app._insert([row], conn=conn, tasks=[self])[0]
 
@@ -160,6 +219,10 @@ class Task(Generic[P, R]):
         priority: int | None = None,
         queue: str | None = None,
         max_attempts: int | None = None,
+        partition_key: str | None = None,
+        expires_at: datetime | None = None,
+        requires: Iterable[str] | None = None,
+        tenant: str | None = None,
         conn: Any = None,
     ) -> list[Job]:
         """Store many jobs in one round trip; all are validated before any is written."""
@@ -178,6 +241,10 @@ class Task(Generic[P, R]):
                         priority=priority,
                         queue=queue,
                         max_attempts=max_attempts,
+                        partition_key=partition_key,
+                        expires_at=expires_at,
+                        requires=requires,
+                        tenant=tenant,
                     )
                 )
             except ArgumentsError as exc:
@@ -197,6 +264,10 @@ class Task(Generic[P, R]):
         queue: str | None = None,
         max_attempts: int | None = None,
         meta: dict[str, Any] | None = None,
+        partition_key: str | None = None,
+        expires_at: datetime | None = None,
+        requires: Iterable[str] | None = None,
+        tenant: str | None = None,
     ) -> JobInsert:
         """Validate one job's arguments and options into the row the driver writes.
 
@@ -206,6 +277,10 @@ class Task(Generic[P, R]):
         args_json = encode(
             stored, what=f"arguments of {self.name}", limit=self.app.max_payload_bytes
         )
+        if self.policy.encrypted:
+            from rota.security.encryption import keyring_from_env
+
+            args_json = keyring_from_env().seal(args_json)
         if queue is not None:
             check_queue_name(queue, ArgumentsError)
         if priority is not None:
@@ -230,6 +305,13 @@ class Task(Generic[P, R]):
             or delay < 0
         ):
             raise ArgumentsError(f"delay= must be a finite number of seconds >= 0, not {delay!r}")
+        check_partition_options(partition_key, expires_at, at)
+        needs = (
+            self.policy.requires
+            if requires is None
+            else check_labels(requires, "requires", ArgumentsError)
+        )
+        check_tenant(tenant)
         return JobInsert(
             task=self.name,
             queue=queue or self.policy.queue,
@@ -246,4 +328,8 @@ class Task(Generic[P, R]):
                 if self.policy.key_states is None
                 else tuple(sorted(str(s) for s in self.policy.key_states))
             ),
+            partition_key=partition_key,
+            expires_at=expires_at,
+            requires=needs or None,
+            tenant=tenant,
         )

@@ -65,17 +65,20 @@ def drain(
             for job in batch:
                 ctx = Context(job, worker_id=worker_id, driver=app.driver)
                 execution = asyncio.run(executor.run(job, ctx))
-                if execution.completion is None:
-                    continue
-                app.driver.job_complete_many([execution.completion])
-                state = execution.completion.state
+                if execution.completion is not None:
+                    app.driver.job_complete_many([execution.completion])
+                    state = execution.completion.state
+                elif execution.completed:
+                    state = JobState.COMPLETED  # completed with the task's own transaction
+                else:
+                    continue  # the lease was lost: another worker owns the job now
                 if state is JobState.COMPLETED:
                     report.completed += 1
                 elif state is JobState.DISCARDED:
                     report.discarded += 1
                 elif state is JobState.CANCELLED:
                     report.cancelled += 1
-                elif execution.completion.refund_attempt:
+                elif execution.completion is not None and execution.completion.refund_attempt:
                     report.snoozed += 1
                 else:
                     report.retried += 1

@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from urllib.parse import unquote
 
 import pytest
 
@@ -89,56 +88,4 @@ def test_transactional_enqueue_postgres(pg_url: str) -> None:
     assert "drained 1 job: receipt for order 1 sent" in out
 
 
-def check_demo(out: str, orders: int) -> None:
-    broken = orders // 17
-    assert f"placed {orders} orders ({broken} broken)" in out
-    assert "killed seatlark-worker-1 (SIGKILL)" in out
-    assert re.search(rf"tickets issued\s+{orders - broken}\b", out), out
-    assert re.search(r"duplicate tickets\s+0\b", out), out
-    assert re.search(rf"dead letters\s+{broken}\b", out), out
-    assert "ValueError: order 17: quantity must be at least 1" in out
-    assert re.search(r"checks\s+✓", out), out
-
-
-@pytest.mark.e2e
-def test_seatlark_demo_sqlite(sqlite_url: str, tmp_path: Path) -> None:
-    out = run(
-        [
-            "-m",
-            "examples.seatlark.demo",
-            "--orders",
-            "40",
-            "--database-url",
-            sqlite_url,
-            "--out",
-            str(tmp_path),
-        ],
-        timeout=110,
-    )
-    check_demo(out, 40)
-    assert (tmp_path / "seatlark-worker-2.log").exists()
-
-
-@pytest.mark.e2e
-@pytest.mark.postgres
-def test_seatlark_demo_postgres(pg_url: str, tmp_path: Path) -> None:
-    # The demo drops and recreates its schema: give it the fixture's, dropped after the test.
-    found = re.search(r"search_path=(\w+)", unquote(pg_url))
-    assert found is not None
-    out = run(
-        [
-            "-m",
-            "examples.seatlark.demo",
-            "--orders",
-            "40",
-            "--database-url",
-            pg_url,
-            "--schema",
-            found.group(1),
-            "--out",
-            str(tmp_path),
-        ],
-        timeout=110,
-    )
-    check_demo(out, 40)
-    assert "on PostgreSQL" in out
+# The Seatlark demo's tests are in tests/seatlark/test_demo.py.

@@ -83,3 +83,15 @@ def test_inline_refuses_uncommitted_jobs(app: rota.App) -> None:
         pytest.raises(rota.RotaError, match="not committed yet"),
     ):
         record.enqueue(n=1, conn=conn)
+
+
+def test_drain_counts_jobs_completed_in_their_own_transaction(app: rota.App) -> None:
+    @app.task
+    def book(ctx: rota.Context) -> None:
+        with ctx.transaction():
+            pass  # the job completes together with this transaction
+
+    book.enqueue()
+    report = rota.testing.drain(app)
+    assert report.completed == 1
+    assert [j.state for j in report.jobs] == [rota.JobState.COMPLETED]

@@ -19,9 +19,15 @@ def test_only_running_jobs_finish() -> None:
 
 
 def test_finished_states_only_restart_by_retry() -> None:
-    for state in FINISHED_STATES:
+    for state in FINISHED_STATES - {JobState.DISCARDED}:
         assert TRANSITIONS[state] == {JobState.AVAILABLE}
         assert state.finished
+    # A dead letter is also replayed paced (scheduled) or dismissed (cancelled): rota.ops.
+    assert TRANSITIONS[JobState.DISCARDED] == {
+        JobState.AVAILABLE,
+        JobState.SCHEDULED,
+        JobState.CANCELLED,
+    }
 
 
 def test_illegal_moves_raise() -> None:

@@ -69,7 +69,7 @@ class Principal:
         """Raise PermissionDeniedError unless this principal holds `permission`."""
         if permission not in self.permissions:
             raise PermissionDeniedError(
-                f"{self.name} (role {self.role}) lacks the {permission!r} permission"
+                f"{self.name} (role {self.role}) lacks the '{permission.value}' permission"
             )
 
     def describe(self) -> str:

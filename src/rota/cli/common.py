@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from rota.app import App
+from rota.drivers.url import ENV_URL_FILE, DatabaseURL, from_file
 from rota.drivers.url import parse as parse_url
 from rota.errors import ConfigurationError, RotaError
 
@@ -28,11 +29,23 @@ def load_app(app_path: str | None, database_url: str | None) -> App:
     """`--app pkg.module:attr` imports the user's app; `--database-url` alone gives an
     app without tasks (enough to inspect and act on jobs)."""
     app_path = app_path or os.environ.get("ROTA_APP")
+    url: str | DatabaseURL | None = database_url
     if database_url:
         try:
             parse_url(database_url)
         except ConfigurationError as exc:
             raise click.BadParameter(str(exc), param_hint="--database-url") from None
+    url_file = database_url_file()
+    if url_file:
+        if database_url:
+            raise click.UsageError(
+                "a database URL and a database URL file are both given (--database-url or "
+                f"ROTA_DATABASE_URL, and --database-url-file or {ENV_URL_FILE}): keep one"
+            )
+        try:
+            url = from_file(url_file)
+        except ConfigurationError as exc:
+            raise click.BadParameter(str(exc), param_hint="--database-url-file") from None
     if app_path:
         module_name, _, attr = app_path.partition(":")
         if not module_name or not attr:
@@ -61,28 +74,52 @@ def load_app(app_path: str | None, database_url: str | None) -> App:
             raise click.BadParameter(
                 f"{module_name}:{attr} is {type(app).__name__}, not a rota.App", param_hint="--app"
             )
-        if database_url:
-            app = _rebind(app, database_url)
+        if url:
+            app = _rebind(app, url)
         return app
     try:
-        return App(database_url)
+        return App(url)
     except ConfigurationError as exc:
         raise click.UsageError(f"{exc} (or pass --app pkg.module:app)") from None
 
 
-def _rebind(app: App, url: str) -> App:
-    """The same tasks against another database (`--app` plus `--database-url`)."""
-    other = App(url, max_payload_bytes=app.max_payload_bytes, pool_size=app.pool_size)
-    for name, task in app.tasks.items():
-        task.app = other
-        other.tasks[name] = task
-    for name, schedule in app.schedules.items():
-        schedule.app = other
-        other.schedules[name] = schedule
-    return other
+def database_url_file() -> str | None:
+    """--database-url-file (kept in the click context), else $ROTA_DATABASE_URL_FILE."""
+    ctx = click.get_current_context(silent=True)
+    flag = ctx.meta.get(_URL_FILE_KEY) if ctx is not None else None
+    return flag or os.environ.get(ENV_URL_FILE) or None
+
+
+_URL_FILE_KEY = "rota.database_url_file"
+
+
+def _remember_url_file(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value:
+        ctx.meta[_URL_FILE_KEY] = value
+
+
+def _rebind(app: App, url: str | DatabaseURL) -> App:
+    """Point the app at another database (`--app` plus `--database-url`). The same object
+    is kept, so every registry (tasks, schedules, batches, workflows, sagas, events) and
+    every module-level reference to it use the new database: a second App would give a
+    task that uses its module's `app` a second driver, and on SQLite a second writer."""
+    app.close()
+    app.url = url if isinstance(url, DatabaseURL) else parse_url(url)
+    if "events" in app.__dict__:  # functools.cached_property: only if it was used
+        app.events.database_changed()
+    return app
 
 
 def app_options(func: F) -> F:
+    func = click.option(
+        "--database-url-file",
+        expose_value=False,
+        callback=_remember_url_file,
+        help=(
+            "Read the database URL from this file (a mounted secret), again on every "
+            f"reconnect (default: ${ENV_URL_FILE})."
+        ),
+    )(func)
     func = click.option(
         "--database-url",
         envvar="ROTA_DATABASE_URL",

@@ -22,6 +22,7 @@ from rota.cli.common import (
 )
 from rota.drivers.base import ScheduleRecord, ScheduleRun
 from rota.errors import RotaError, ScheduleError
+from rota.job import MASKED_ARGS, SEALED_MARK
 from rota.schedules.schedule import spec_of
 from rota.schedules.spec import ScheduleSpec, load_zone, normalize_expression
 from rota.schedules.ticks import DstPolicy, Ticks
@@ -58,6 +59,12 @@ def _next_runs(spec: ScheduleSpec, now: datetime, count: int) -> list[datetime]:
     return found
 
 
+def _shown_args(args_json: str) -> Any:
+    """The template's arguments; sealed ones (an encrypted task's) are never shown."""
+    args = json.loads(args_json)
+    return MASKED_ARGS if isinstance(args, dict) and SEALED_MARK in args else args
+
+
 def _record_json(record: ScheduleRecord, now: datetime, count: int = 1) -> dict[str, Any]:
     spec = _spec(record)
     valid = spec if isinstance(spec, ScheduleSpec) else None
@@ -66,7 +73,7 @@ def _record_json(record: ScheduleRecord, now: datetime, count: int = 1) -> dict[
         "name": record.name,
         "task": record.task,
         "queue": record.queue,
-        "args": json.loads(record.args_json),
+        "args": _shown_args(record.args_json),
         "schedule": record.expression,
         "timezone": record.timezone,
         "dst": record.dst,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import click
 
+from rota.app import App
 from rota.cli.common import app_options, fail, json_option, load_app, print_json, run_guarded
 
 
@@ -19,6 +20,11 @@ def _parse_arg(text: str) -> tuple[str, Any]:
         return name, json.loads(raw)
     except json.JSONDecodeError:
         return name, raw  # a bare word is a string
+
+
+def _db_time_plus(app: App, seconds: float) -> datetime:
+    now: datetime = run_guarded(app.driver.db_now)
+    return now + timedelta(seconds=seconds)
 
 
 @click.command()
@@ -36,6 +42,20 @@ def _parse_arg(text: str) -> tuple[str, Any]:
 @click.option("--at", "at_text", help="Run at this ISO 8601 time (with a UTC offset).")
 @click.option("--key", help="Idempotency key: at most one job per task and key.")
 @click.option("--max-attempts", type=int, help="Override max attempts.")
+@click.option("--partition-key", help="Run one job of this key at a time, in order.")
+@click.option(
+    "--expires-in",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Dead-letter the job (expired) unless it starts within this many seconds.",
+)
+@click.option("--tenant", help="Who the job is for (fair queues, tenant caps).")
+@click.option(
+    "--require",
+    "requires",
+    multiple=True,
+    metavar="LABEL",
+    help="A label a worker must advertise to run the job (replaces the task's); repeatable.",
+)
 @json_option
 def enqueue(
     app_path: str | None,
@@ -50,6 +70,10 @@ def enqueue(
     key: str | None,
     max_attempts: int | None,
     as_json: bool,
+    partition_key: str | None = None,
+    expires_in: float | None = None,
+    tenant: str | None = None,
+    requires: tuple[str, ...] = (),
 ) -> None:
     """Enqueue one job of TASK_NAME (needs --app so arguments can be validated)."""
     if not app_path:
@@ -80,6 +104,11 @@ def enqueue(
         "at": at,
         "key": key,
         "max_attempts": max_attempts,
+        "partition_key": partition_key,
+        # The deadline is counted from the database's clock, not this machine's.
+        "expires_at": None if expires_in is None else _db_time_plus(app, expires_in),
+        "tenant": tenant,
+        "requires": set(requires) if requires else None,
     }
     options = {k: v for k, v in options.items() if v is not None}
     try:

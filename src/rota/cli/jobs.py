@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
-from rota.job import Job, JobState
+from rota.job import MASKED_ARGS, Job, JobState
 
 STATES = [s.value for s in JobState]
 
@@ -94,7 +94,15 @@ def show(app_path: str | None, database_url: str | None, job_id: int, as_json: b
         highlight=False,
     )
     # Stored values are printed as text: brackets in them are not rich markup.
-    console.print(f"args: {job.args}", highlight=False, markup=False)
+    args = MASKED_ARGS if job.args_encrypted else job.args
+    console.print(f"args: {args}", highlight=False, markup=False)
+    if job.progress is not None:
+        console.print(
+            f"progress: {job.progress:.0%} {job.progress_message or ''} "
+            f"(at {_when(job.progress_at)})",
+            highlight=False,
+            markup=False,
+        )
     console.print(
         f"created {_when(job.created_at)}  run at {_when(job.run_at)}  "
         f"finished {_when(job.finished_at)}  key={job.key or '-'}",

@@ -42,6 +42,7 @@ def migrate(
             # With --app, the schedules it declares are stored too (as a worker would at
             # start), so `rota cron ls` shows them before the first worker runs.
             stored = [r.name for r in app.sync_schedules()]
+            app.events.sync()  # and its event subscriptions, which publishers deliver to
             if as_json:
                 print_json({"applied": applied, "version": version, "schedules": stored})
             elif applied:

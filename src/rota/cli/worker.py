@@ -9,9 +9,10 @@ import sys
 
 import click
 
-from rota.cli.common import app_options, fail, load_app
+from rota.cli.common import app_options, database_url_file, fail, load_app
 from rota.errors import ConfigurationError, SchemaError
 from rota.observe.logging import configure
+from rota.ops.retention import parse_retention
 from rota.worker import Worker, WorkerSettings
 from rota.worker.settings import parse_queues
 from rota.worker.supervisor import EXIT_SCHEMA, supervise
@@ -61,6 +62,14 @@ from rota.worker.supervisor import EXIT_SCHEMA, supervise
 )
 @click.option("--worker-id", help="Name of this worker in leases and attempt history.")
 @click.option(
+    "--capability",
+    "capabilities",
+    multiple=True,
+    metavar="LABEL",
+    help="A resource this worker has (e.g. gpu, mem:large); repeatable. It claims only "
+    "jobs whose required labels it has.",
+)
+@click.option(
     "--rescue-interval",
     type=click.FloatRange(min=0.01),
     default=5.0,
@@ -82,6 +91,20 @@ from rota.worker.supervisor import EXIT_SCHEMA, supervise
     help="Leader: seconds between passes over the cron schedules.",
 )
 @click.option(
+    "--batch-interval",
+    type=click.FloatRange(min=0.01),
+    default=0.5,
+    show_default=True,
+    help="Leader: seconds between passes of the batch controller.",
+)
+@click.option(
+    "--workflow-interval",
+    type=click.FloatRange(min=0.01),
+    default=0.5,
+    show_default=True,
+    help="Leader: seconds between passes of the workflow controller.",
+)
+@click.option(
     "--leader-ttl",
     type=click.FloatRange(min=0.1),
     default=15.0,
@@ -96,6 +119,21 @@ from rota.worker.supervisor import EXIT_SCHEMA, supervise
 )
 @click.option(
     "--health-host", default="0.0.0.0", show_default=True, help="Address for --health-port."
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65_535),
+    help="Serve this worker's Prometheus /metrics on this port (off by default; 0: any).",
+)
+@click.option(
+    "--metrics-host", default="0.0.0.0", show_default=True, help="Address for --metrics-port."
+)
+@click.option(
+    "--retention",
+    multiple=True,
+    metavar="STATE=AGE",
+    help="Leader: keep finished jobs of STATE (completed, cancelled, discarded) for AGE "
+    "(e.g. 12h, 30d, forever); repeatable. Defaults: 24h, 24h, 14d.",
 )
 @click.option(
     "--log-level",
@@ -119,12 +157,18 @@ def worker(
     rescue_interval: float,
     stage_interval: float,
     cron_interval: float,
+    batch_interval: float,
+    workflow_interval: float,
     leader_ttl: float,
     no_maintenance: bool,
     health_port: int | None,
     health_host: str,
+    metrics_port: int | None,
+    metrics_host: str,
     log_level: str,
     log_format: str,
+    retention: tuple[str, ...] = (),
+    capabilities: tuple[str, ...] = (),
 ) -> None:
     """Run jobs from the given queues until SIGTERM (drain) or a second SIGTERM (stop now)."""
     # A SIGTERM during start-up (Kubernetes may send one at any time) must still end in
@@ -147,16 +191,27 @@ def worker(
             rescue_interval=rescue_interval,
             stage_interval=stage_interval,
             cron_interval=cron_interval,
+            batch_interval=batch_interval,
+            workflow_interval=workflow_interval,
             leader_ttl=leader_ttl,
             health_port=health_port,
             health_host=health_host,
+            metrics_port=metrics_port,
+            metrics_host=metrics_host,
+            capabilities=frozenset(capabilities),
         )
+        settings_kwargs.update(parse_retention(retention))
         WorkerSettings(**settings_kwargs)  # type: ignore[arg-type]  # validate before forking
     except ConfigurationError as exc:
         raise click.BadParameter(str(exc)) from None
     if processes > 1 and health_port is not None:
         raise click.UsageError(
             "--health-port probes one worker process: run one process per pod "
+            "(more pods, not --processes) to use it"
+        )
+    if processes > 1 and metrics_port is not None:
+        raise click.UsageError(
+            "--metrics-port serves one worker process: run one process per pod "
             "(more pods, not --processes) to use it"
         )
     if processes > 1:
@@ -181,6 +236,10 @@ def worker(
             str(stage_interval),
             "--cron-interval",
             str(cron_interval),
+            "--batch-interval",
+            str(batch_interval),
+            "--workflow-interval",
+            str(workflow_interval),
             "--leader-ttl",
             str(leader_ttl),
             "--log-level",
@@ -188,12 +247,21 @@ def worker(
             "--log-format",
             log_format,
         ]
+        # The URL goes to the children through the environment, not argv: a password
+        # on a command line is visible to every user of the machine (ps).
         if database_url:
-            argv += ["--database-url", database_url]
+            os.environ["ROTA_DATABASE_URL"] = database_url
+        url_file = database_url_file()
+        if url_file:
+            os.environ["ROTA_DATABASE_URL_FILE"] = url_file
         if heartbeat is not None:
             argv += ["--heartbeat", str(heartbeat)]
         if no_maintenance:
             argv.append("--no-maintenance")
+        for kept in retention:
+            argv += ["--retention", kept]
+        for label in capabilities:
+            argv += ["--capability", label]
         sys.exit(supervise(argv, processes))
     app = load_app(app_path, database_url)
     if worker_id:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rota.drivers.base import Driver
-from rota.drivers.url import parse
+from rota.drivers.url import DatabaseURL, parse
 
 
-def open_driver(url: str, *, pool_size: int = 4) -> Driver:
+def open_driver(url: str | DatabaseURL, *, pool_size: int = 4) -> Driver:
     """The driver for `url` (connections open lazily, on first use)."""
     parsed = parse(url)
     if parsed.dialect == "sqlite":

@@ -9,9 +9,25 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rota.job import Job, JobState
+from rota.ops.model import (
+    PoisonedKey,
+    QueueChange,
+    QueueControl,
+    ReplayRecord,
+    ReplayRequest,
+    Selection,
+)
+
+if TYPE_CHECKING:
+    from rota.batches.store import BatchStore
+    from rota.ops.hold_store import HoldStore
+    from rota.routing.store import RoutingStore
+    from rota.tenants.store import TenantStore
+    from rota.web.records import JobSearch, LeaderRecord, SeriesPoint, WorkerSeen
+    from rota.workflows.records import WorkflowStore
 
 # Called by a notifier when jobs may be waiting: with a queue name, or None for "any queue".
 WakeFunc = Callable[[str | None], None]
@@ -35,6 +51,13 @@ class JobInsert:
     key_states: tuple[str, ...] | None = None
     # Feature metadata (batch index, workflow step, trace context) as a JSON object.
     meta_json: str | None = None
+    # Jobs of one partition key (per queue) run one at a time, in id order (rota.ops).
+    partition_key: str | None = None
+    # A job not started by then is dead-lettered with reason `expired`.
+    expires_at: datetime | None = None
+    # Labels a worker must advertise to claim the job (sorted; None: any worker).
+    requires: tuple[str, ...] | None = None
+    tenant: str | None = None  # who the job is for (fair queues, per-tenant caps)
 
 
 @dataclass(frozen=True)
@@ -313,6 +336,323 @@ class TokenStore(Protocol):
     def revoke(self, name: str) -> bool: ...
 
 
+class WebStore(Protocol):
+    """Reads behind the HTTP API and the dashboard (records in rota.web.records)."""
+
+    def job_search(self, where: JobSearch) -> list[Job]: ...
+
+    def queue_series(self, window: float, bucket: float) -> list[SeriesPoint]: ...
+
+    def worker_list(self, window: float) -> list[WorkerSeen]: ...
+
+    def leader_list(self) -> list[LeaderRecord]: ...
+
+
+@dataclass(frozen=True)
+class ProgressUpdate:
+    """The latest progress of one running job, written fenced by its lease token."""
+
+    job_id: int
+    lease_token: str
+    fraction: float
+    message: str | None
+
+
+class ProgressStore(Protocol):
+    """ctx.progress() values, written in batches by the worker (rota.worker.progress)."""
+
+    def record_many(self, updates: Sequence[ProgressUpdate]) -> set[int]: ...
+
+
+@dataclass(frozen=True)
+class SealedRow:
+    """A stored JSON object of sealed arguments: a job's or a schedule's template."""
+
+    id: int
+    args_json: str
+
+
+class SealedArgsStore(Protocol):
+    """Encrypted arguments at rest, paged by id, for `rota db rotate-key`. `kind` is
+    "job" or "schedule"; swap() writes only if the stored value is still `old_json`."""
+
+    def scan(self, kind: str, after: int, limit: int) -> list[SealedRow]: ...
+
+    def swap(self, kind: str, row_id: int, old_json: str, new_json: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    name: str
+    columns: tuple[str, ...]
+
+
+class CatalogStore(Protocol):
+    """What rota objects exist in the database (for `rota db roles` and `rota db copy`)."""
+
+    def schema(self) -> str: ...
+
+    def tables(self) -> list[TableInfo]: ...
+
+    def sequences(self) -> list[str]: ...
+
+    def functions(self) -> list[tuple[str, str]]: ...
+
+
+@dataclass(frozen=True)
+class LeaderReport:
+    """A live leader row: which worker holds a leader-only role (rota.observe metrics)."""
+
+    name: str
+    leader: str
+    elected_at: datetime
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class WorkerReport:
+    """A worker holding live job leases, and how many jobs it runs."""
+
+    worker: str
+    running: int
+
+
+class MetricsStore(Protocol):
+    """Cheap reads for the cluster-wide Prometheus metrics (rota.observe.cluster)."""
+
+    def leaders(self) -> list[LeaderReport]: ...
+
+    def workers(self) -> list[WorkerReport]: ...
+
+
+class SagaStatus(enum.StrEnum):
+    RUNNING = "running"  # forward steps are executing
+    COMPENSATING = "compensating"  # undoing the completed steps, newest first
+    COMPLETED = "completed"  # every step succeeded
+    COMPENSATED = "compensated"  # a step failed (or an abort) and every undo succeeded
+    FAILED = "failed"  # an undo kept failing: a human must look
+
+    @property
+    def finished(self) -> bool:
+        return self in (SagaStatus.COMPLETED, SagaStatus.COMPENSATED, SagaStatus.FAILED)
+
+
+@dataclass(frozen=True)
+class SagaRecord:
+    """A stored saga: where it is (`status`, `step`), what it knows (`data`), and how
+    it got there (`history`, oldest first, each entry with its database time `at`)."""
+
+    id: int
+    key: str
+    name: str
+    status: SagaStatus
+    step: str | None
+    version: int
+    job_id: int | None
+    plan: list[dict[str, Any]]
+    data: dict[str, Any]
+    error: str | None
+    history: tuple[dict[str, Any], ...]
+    deadline_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class SagaChange:
+    """One transition of a locked saga (the version goes up by one)."""
+
+    saga_id: int
+    status: SagaStatus
+    step: str | None
+    job_id: int | None
+    data_json: str
+    error: str | None
+    entry_json: str  # the history entry; the store adds its time
+    deadline: float | None = None  # seconds from now the new step may take in all
+
+
+@dataclass(frozen=True)
+class StalledSaga:
+    """A saga in flight whose job ended without moving it on, or whose step is overdue."""
+
+    saga_id: int
+    version: int
+    job_id: int | None
+    job_state: JobState | None  # None: the job is gone (pruned)
+    overdue: bool
+
+
+class SagaStore(Protocol):
+    """Saga rows (rota.sagas). Methods taking `conn` join the caller's transaction;
+    `lock` holds the row until it ends (FOR UPDATE; BEGIN IMMEDIATE on SQLite)."""
+
+    def insert(
+        self,
+        conn: Any,
+        *,
+        key: str,
+        name: str,
+        step: str,
+        plan_json: str,
+        data_json: str,
+        entry_json: str,
+    ) -> SagaRecord | None: ...
+
+    def set_job(
+        self, conn: Any, saga_id: int, job_id: int, deadline: float | None
+    ) -> SagaRecord: ...
+
+    def lock(self, conn: Any, saga_id: int) -> SagaRecord | None: ...
+
+    def try_lock(self, conn: Any, saga_id: int) -> SagaRecord | None: ...
+
+    def lock_key(self, conn: Any, key: str) -> SagaRecord | None: ...
+
+    def job_state(self, conn: Any, job_id: int) -> JobState | None: ...
+
+    def update(self, conn: Any, change: SagaChange) -> SagaRecord: ...
+
+    def get(self, key: str) -> SagaRecord | None: ...
+
+    def get_id(self, saga_id: int) -> SagaRecord | None: ...
+
+    def search(
+        self, status: str | None, name: str | None, limit: int, before_id: int | None
+    ) -> list[SagaRecord]: ...
+
+    def stalled(self, limit: int) -> list[StalledSaga]: ...
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """A published event: a fact with a stable id and a schema version."""
+
+    id: int
+    name: str
+    version: int
+    payload: Any
+    key: str | None
+    published_at: datetime
+    created: bool = True  # False: the key was published before; this is that event
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "version": self.version,
+            "payload": self.payload,
+            "key": self.key,
+            "published_at": self.published_at.isoformat(),
+        }
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """A task that reacts to an event name, with the job policy its deliveries get."""
+
+    event: str
+    task: str
+    queue: str
+    priority: int
+    max_attempts: int
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    name: str | None = None
+    after_id: int | None = None
+    until_id: int | None = None
+    since: datetime | None = None
+    limit: int = 1000
+
+
+class EventStore(Protocol):
+    """Events and subscriptions (rota.events); `conn` joins the caller's transaction."""
+
+    def insert(
+        self, conn: Any, name: str, version: int, payload_json: str, key: str | None
+    ) -> EventRecord: ...
+
+    def get(self, event_id: int) -> EventRecord | None: ...
+
+    def search(self, where: EventFilter) -> list[EventRecord]: ...
+
+    def subscriptions(self, conn: Any, event: str | None) -> list[Subscription]: ...
+
+    def subscribe_many(self, rows: Sequence[Subscription], conn: Any = None) -> None: ...
+
+    def unsubscribe(self, event: str, task: str) -> bool: ...
+
+
+class OpsStore(Protocol):
+    """Dead letters, replays, queue controls, expiry and retention (see rota.ops)."""
+
+    def dead_letter_count(self, selection: Selection, limit: int) -> tuple[dict[str, int], int]: ...
+
+    def dead_letter_dismiss(self, ids: Sequence[int], principal: str, reason: str) -> list[int]: ...
+
+    def dead_letter_list(
+        self, selection: Selection, limit: int, before_id: int | None
+    ) -> list[Job]: ...
+
+    def dead_letter_replay(self, replay: ReplayRequest) -> tuple[int, list[tuple[int, str]]]: ...
+
+    def job_expire_due(self, limit: int) -> int: ...
+
+    def job_prune(self, state: str, age: float, limit: int) -> int: ...
+
+    def queue_configure(self, change: QueueChange) -> QueueControl: ...
+
+    def queue_controls(self, name: str | None = None) -> list[QueueControl]: ...
+
+    def queue_limited(self, name: str) -> bool: ...
+
+    def queue_limited_hint(self, name: str) -> bool:
+        """Whether this driver's last claim from the queue was held back by a global or
+        rate limit while jobs kept waiting (in memory, no query): the fetcher then claims
+        again soon, and whenever one of its slots frees."""
+        ...
+
+    def queue_partitions(self, queue: str | None, limit: int) -> list[PoisonedKey]: ...
+
+    def replay_list(self, limit: int, before_id: int | None) -> list[ReplayRecord]: ...
+
+
+@dataclass(frozen=True)
+class CopyColumn:
+    name: str
+    type: str  # the dialect's type name: "timestamptz", "jsonb", "bool", ...; "real", "text"
+
+
+class CopyWriter(Protocol):
+    """Writes copied rows into the target, all in one transaction (`rota db copy`)."""
+
+    def write(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> int: ...
+
+    def count(self, table: str) -> int: ...
+
+    def advance_sequences(self) -> None: ...
+
+
+class CopyStore(Protocol):
+    """Table-driven reads and bulk writes of rota's own tables, to move an installation
+    between databases. Table names come from the catalog, never from input."""
+
+    def columns(self) -> dict[str, list[CopyColumn]]: ...
+
+    def dependencies(self) -> list[tuple[str, str]]: ...
+
+    def count(self, table: str) -> int: ...
+
+    def read(
+        self, table: str, columns: Sequence[str], after: int, limit: int
+    ) -> list[tuple[int, tuple[Any, ...]]]: ...
+
+    def writer(self) -> AbstractContextManager[CopyWriter]: ...
+
+
 class Notifier(Protocol):
     """Tells a worker that jobs may be waiting; polling remains the fallback."""
 
@@ -325,10 +665,53 @@ class Driver(Protocol):
 
     dialect: str
     latest_schema_version: int
+
     # Feature stores: each a small class in drivers/<dialect>/<feature>.py that borrows
     # the driver's connections, so one feature's SQL plumbing stays out of driver.py.
     @property
     def tokens(self) -> TokenStore: ...
+
+    @property
+    def ops(self) -> OpsStore: ...
+
+    @property
+    def batches(self) -> BatchStore: ...
+
+    @property
+    def sagas(self) -> SagaStore: ...
+
+    @property
+    def events(self) -> EventStore: ...
+
+    @property
+    def metrics(self) -> MetricsStore: ...
+
+    @property
+    def progress(self) -> ProgressStore: ...
+
+    @property
+    def sealed(self) -> SealedArgsStore: ...
+
+    @property
+    def catalog(self) -> CatalogStore: ...
+
+    @property
+    def copy(self) -> CopyStore: ...
+
+    @property
+    def web(self) -> WebStore: ...
+
+    @property
+    def workflows(self) -> WorkflowStore: ...
+
+    @property
+    def holds(self) -> HoldStore: ...
+
+    @property
+    def routing(self) -> RoutingStore: ...
+
+    @property
+    def tenants(self) -> TenantStore: ...
 
     def close(self) -> None: ...
 
@@ -349,8 +732,16 @@ class Driver(Protocol):
     ) -> set[int]: ...
 
     def job_fetch_available(
-        self, queue: str, limit: int, worker: str, lease_seconds: float
-    ) -> list[Job]: ...
+        self,
+        queue: str,
+        limit: int,
+        worker: str,
+        lease_seconds: float,
+        capabilities: Sequence[str] | None = None,
+    ) -> list[Job]:
+        """Claim runnable jobs; with `capabilities`, only jobs whose requirements they
+        cover (None: no routing filter)."""
+        ...
 
     def job_get(self, job_id: int) -> Job | None: ...
 

@@ -1,7 +1,9 @@
-"""Pruner: deletes finished jobs past their retention so the hot table stays small."""
+"""Pruner: deletes finished jobs past their retention, per state (completed, cancelled,
+discarded), in small batches so the hot table is never locked for long."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -13,11 +15,16 @@ from rota.maintenance.service import PeriodicService
 class PruneReport:
     deleted: int
     inbox_deleted: int = 0
+    completed: int = 0
+    cancelled: int = 0
+    discarded: int = 0
 
 
 class Pruner(PeriodicService):
     name: ClassVar[str] = "pruner"
-    batch = 5000
+    # Batches per state and run: a backlog is worked off over several runs, and each batch
+    # is its own short transaction, so claims and completions never wait long on a prune.
+    max_batches = 20
 
     def __init__(
         self,
@@ -27,13 +34,37 @@ class Pruner(PeriodicService):
         completed_age: float,
         discarded_age: float,
         inbox_age: float = 7 * 24 * 3600.0,
+        cancelled_age: float | None = None,
+        batch: int = 1000,
     ) -> None:
         super().__init__(driver, interval)
         self.completed_age = completed_age
         self.discarded_age = discarded_age
+        self.cancelled_age = completed_age if cancelled_age is None else cancelled_age
         self.inbox_age = inbox_age
+        self.batch = batch
 
     def run_once(self) -> PruneReport:
-        deleted = self.driver.job_prune_finished(self.completed_age, self.discarded_age, self.batch)
+        counts: dict[str, int] = {}
+        ages = {
+            "completed": self.completed_age,
+            "cancelled": self.cancelled_age,
+            "discarded": self.discarded_age,
+        }
+        for state, age in ages.items():
+            counts[state] = 0
+            if math.isinf(age):
+                continue  # kept for good
+            for _ in range(self.max_batches):
+                deleted = self.driver.ops.job_prune(state, age, self.batch)
+                counts[state] += deleted
+                if deleted < self.batch:
+                    break
         inbox_deleted = self.driver.inbox_prune(self.inbox_age, self.batch)
-        return PruneReport(deleted=deleted, inbox_deleted=inbox_deleted)
+        return PruneReport(
+            deleted=sum(counts.values()),
+            inbox_deleted=inbox_deleted,
+            completed=counts["completed"],
+            cancelled=counts["cancelled"],
+            discarded=counts["discarded"],
+        )

@@ -31,6 +31,11 @@ class PeriodicService:
     def run_once(self) -> object:
         raise NotImplementedError
 
+    def next_delay(self, report: object) -> float:
+        """Seconds until the next pass after one that returned `report`: the interval,
+        unless a service knows more work is coming (the batch controller after progress)."""
+        return self.interval
+
     async def run(self, db: DbCall, is_leader: Callable[[], bool], stop: asyncio.Event) -> None:
         # A random first delay keeps many workers started together from beating in step.
         delay = random.uniform(0, self.interval)
@@ -48,6 +53,7 @@ class PeriodicService:
                 report = await db(self.run_once)
                 self.runs += 1
                 failures = 0
+                delay = self.next_delay(report)
                 if _nonzero(report):
                     log.info("%s: %s", self.name, report)
             except Exception as exc:

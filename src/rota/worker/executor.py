@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
+import dataclasses
 import json
 import logging
 import threading
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -19,6 +22,7 @@ from rota.context import Context
 from rota.drivers.base import Completion
 from rota.errors import (
     ArgumentsError,
+    ConfigurationError,
     Discard,
     LeaseLostError,
     PayloadError,
@@ -27,13 +31,15 @@ from rota.errors import (
     TaskTimeoutError,
     UnknownTaskError,
 )
-from rota.job import Job, JobState, Outcome
+from rota.job import SEALED_MARK, Job, JobState, Outcome
 from rota.payload import encode
+from rota.security.encryption import open_sealed
 from rota.task import Task
 
 log = logging.getLogger("rota.worker")
 
 MESSAGE_LIMIT = 2_000
+_HIDDEN_ARGUMENTS_ERROR = "the arguments do not match the task (details hidden: encrypted)"
 TRACEBACK_LIMIT = 8_000
 
 
@@ -83,12 +89,24 @@ class Executor:
         except UnknownTaskError as exc:
             # Another worker version may know it (a rolling deploy): retry, don't drop.
             return Execution(self._failure(job, token, exc, None), error=exc)
+        sealed = SEALED_MARK in job.args
+        if sealed:
+            # Decrypted here and nowhere else: only the running task sees the arguments.
+            try:
+                job = ctx.job = dataclasses.replace(job, args=open_sealed(job.args))
+            except ConfigurationError as exc:
+                # Another worker may hold the key (a rolling key change): retry, don't drop.
+                return Execution(self._failure(job, token, exc, task), error=exc)
         try:
             kwargs = task.args_model.load(job.task, job.args)
         except ArgumentsError as exc:
-            completion = Completion(
-                job.id, token, JobState.DISCARDED, _entry(Outcome.DISCARDED, exc)
+            # A validation message may quote argument values: not those of encrypted ones.
+            entry = (
+                _entry(Outcome.DISCARDED, message=_HIDDEN_ARGUMENTS_ERROR)
+                if sealed
+                else _entry(Outcome.DISCARDED, exc)
             )
+            completion = Completion(job.id, token, JobState.DISCARDED, entry)
             return Execution(completion, error=exc)
         straggler: concurrent.futures.Future[Any] | None = None
         try:
@@ -159,10 +177,13 @@ class Executor:
         # One future settles the wait: the thread finishing, a stop request or the timeout,
         # whichever comes first (cheaper per job than asyncio.wait over several futures).
         settled: asyncio.Future[object] = loop.create_future()
+        # The thread runs in a copy of this job's context: its log fields and trace span
+        # (rota.observe) follow the task into the thread, as with asyncio.to_thread.
+        run: Callable[..., Any] = contextvars.copy_context().run
         if task.takes_context:
-            future = self.threads.submit(task.func, ctx, **kwargs)
+            future = self.threads.submit(run, task.func, ctx, **kwargs)
         else:
-            future = self.threads.submit(task.func, **kwargs)
+            future = self.threads.submit(run, task.func, **kwargs)
         future.add_done_callback(lambda f: self._thread_finished(loop, settled, f))
 
         def on_cancel() -> None:

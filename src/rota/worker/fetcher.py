@@ -14,6 +14,13 @@ from rota.maintenance.service import DbCall
 
 log = logging.getLogger("rota.worker")
 
+# A limited queue whose claim was held back (jobs wait, the limit is reached) is tried
+# again after this, doubling up to LIMITED_RETRY_MAX (or the poll interval, if shorter): a
+# slot may be freed by a completion still on its way to the database, by another worker,
+# or by the rate window moving on, and none of them sends a notification.
+LIMITED_RETRY = 0.05
+LIMITED_RETRY_MAX = 0.25
+
 
 class Fetcher:
     def __init__(
@@ -28,6 +35,7 @@ class Fetcher:
         lease: float,
         poll_interval: float,
         start: Callable[[Job, Fetcher], None],
+        capabilities: tuple[str, ...] = (),
     ) -> None:
         self.driver = driver
         self.db = db
@@ -39,8 +47,13 @@ class Fetcher:
         self.lease = lease
         self.poll_interval = poll_interval
         self.start = start
+        self.capabilities = capabilities  # only jobs these cover are claimed (rota.routing)
         self._wake = asyncio.Event()
         self._more = True  # the last claim filled its batch: more jobs are likely waiting
+        # The last claim was held back by a global or rate limit while jobs wait: every
+        # freed slot claims again, and the claim is retried with a short backoff.
+        self.limited = False
+        self._limited_wait = LIMITED_RETRY
         self.fetches = 0
         self.failures = 0  # claims in a row that failed (the health endpoint reads it)
 
@@ -50,14 +63,21 @@ class Fetcher:
     def release(self) -> None:
         """A slot came free (its job finished)."""
         self.free += 1
-        if self._more:
+        if self.limited:
+            self._limited_wait = LIMITED_RETRY
+            self._wake.set()
+        elif self._more:
             self._wake.set()
 
     async def run(self, stop: asyncio.Event) -> None:
         delay = 0.0
         while not stop.is_set():
+            timeout = max(self.poll_interval, delay)
+            if self.limited and self.free > 0 and not delay:
+                timeout = min(timeout, self._limited_wait)
+                self._limited_wait = min(self._limited_wait * 2, LIMITED_RETRY_MAX)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=max(self.poll_interval, delay))
+                await asyncio.wait_for(self._wake.wait(), timeout=timeout)
             self._wake.clear()
             delay = 0.0
             while self.free > 0 and not stop.is_set():
@@ -69,6 +89,7 @@ class Fetcher:
                         limit,
                         self.worker_id,
                         self.lease,
+                        self.capabilities,
                     )
                 except Exception as exc:
                     self.failures += 1
@@ -84,6 +105,9 @@ class Fetcher:
                 self.fetches += 1
                 self.failures = 0
                 self._more = len(jobs) == limit
+                self.limited = self.driver.ops.queue_limited_hint(self.queue)
+                if jobs:
+                    self._limited_wait = LIMITED_RETRY
                 for job in jobs:
                     self.free -= 1
                     self.start(job, self)

@@ -20,6 +20,7 @@ from rota.context import Context
 from rota.drivers.base import Completion
 from rota.errors import JobNotFoundError
 from rota.job import Job, JobState
+from rota.observe.attempts import AttemptObserver
 from rota.worker.executor import Executor
 from rota.worker.heartbeat import Heartbeater
 
@@ -128,12 +129,17 @@ class OneShot:
         heartbeater.track(job.id, job.lease_token or "", ctx)
         self._ctx = ctx
         self.attempts += 1
+        # Log context, consumer span and counters, as a worker records them (rota.observe).
+        observer = AttemptObserver(self.app.metrics)
+        watch = observer.start(job)
+        execution = None
         try:
             execution = await executor.run(job, ctx)
             if execution.completion is not None:
                 heartbeater.submitted(job.id)
                 await db(self.driver.job_complete_many, [execution.completion])
         finally:
+            observer.finish(watch, execution)
             self._ctx = None
             if self._grace_timer is not None:
                 self._grace_timer.cancel()

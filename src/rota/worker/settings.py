@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from rota.errors import ConfigurationError
+from rota.routing.labels import check_labels
 from rota.task import check_queue_name
 
 
@@ -59,18 +60,38 @@ class WorkerSettings:
     leader_ttl: float = 15.0
     prune_interval: float = 60.0
     cron_interval: float = 1.0  # leader: seconds between passes over the cron schedules
+    batch_interval: float = 0.5  # leader: seconds between batch controller passes
+    # Leader: seconds between workflow controller passes (each step waits up to this long).
+    workflow_interval: float = 0.5
+    # Leader: seconds between passes over processing windows and circuit breakers.
+    hold_interval: float = 0.5
+    # Seconds finished jobs are kept, per state (math.inf: keep them), pruned by the
+    # leader in batches of prune_batch rows (docs/operations.md#retention).
     completed_retention: float = 24 * 3600.0
+    cancelled_retention: float = 24 * 3600.0
     discarded_retention: float = 14 * 24 * 3600.0
+    prune_batch: int = 1000
     inbox_retention: float = 7 * 24 * 3600.0  # how long outside message ids are remembered
     threads: int | None = None  # sync-task threads; default: total concurrency
     db_threads: int = 4
     # Liveness, readiness and /metrics/keda over HTTP (off by default; 0: any free port).
     health_port: int | None = None
     health_host: str = "0.0.0.0"
+    # Prometheus /metrics of this worker process (off by default; 0: any free port).
+    metrics_port: int | None = None
+    metrics_host: str = "0.0.0.0"
+    # Resource labels this worker has (`{"gpu", "mem:large"}`): it claims jobs whose
+    # `requires` are all among them, and advertises them in rota_workers (rota.routing).
+    capabilities: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not self.queues:
             raise ConfigurationError("a worker needs at least one queue")
+        object.__setattr__(
+            self,
+            "capabilities",
+            frozenset(check_labels(self.capabilities, "capabilities", ConfigurationError)),
+        )
         for name, concurrency in self.queues.items():
             check_queue_name(name, ConfigurationError)
             if not isinstance(concurrency, int) or not 1 <= concurrency <= 10_000:
@@ -86,8 +107,19 @@ class WorkerSettings:
             "leader_ttl",
             "prune_interval",
             "cron_interval",
+            "batch_interval",
+            "workflow_interval",
+            "hold_interval",
         ):
             _positive(name, getattr(self, name))
+        for name in ("completed_retention", "cancelled_retention", "discarded_retention"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+                raise ConfigurationError(
+                    f"{name} must be seconds >= 0 (math.inf keeps the jobs), not {value!r}"
+                )
+        if not 1 <= self.prune_batch <= 100_000:
+            raise ConfigurationError("prune_batch must be 1-100000")
         if self.grace < 0:
             raise ConfigurationError("grace must be >= 0 seconds")
         if self.heartbeat is not None and self.heartbeat >= self.lease:
@@ -103,6 +135,22 @@ class WorkerSettings:
         ):
             raise ConfigurationError(
                 f"health_port must be a TCP port from 0 to 65535, not {self.health_port!r}"
+            )
+        if self.metrics_port is not None and (
+            isinstance(self.metrics_port, bool)
+            or not isinstance(self.metrics_port, int)
+            or not 0 <= self.metrics_port <= 65_535
+        ):
+            raise ConfigurationError(
+                f"metrics_port must be a TCP port from 0 to 65535, not {self.metrics_port!r}"
+            )
+        if (
+            self.metrics_port
+            and self.health_port == self.metrics_port
+            and self.health_host == self.metrics_host
+        ):
+            raise ConfigurationError(
+                f"metrics_port and health_port are both {self.metrics_port}: give each its own"
             )
 
     @property

@@ -19,19 +19,28 @@ from rota.context import Context
 from rota.drivers.base import Completion
 from rota.errors import DatabaseUnavailableError
 from rota.job import Job
+from rota.maintenance.batches import BatchController
 from rota.maintenance.cron import CronService
+from rota.maintenance.expirer import Expirer
+from rota.maintenance.holds import QueueHoldService
 from rota.maintenance.leader import Elector
 from rota.maintenance.pruner import Pruner
 from rota.maintenance.rescuer import Rescuer
 from rota.maintenance.service import PeriodicService
 from rota.maintenance.stager import Stager
+from rota.maintenance.workflows import WorkflowController
+from rota.observe.attempts import AttemptObserver
+from rota.sagas.service import SagaSupervisor
+from rota.worker.advertiser import Advertiser
 from rota.worker.completer import Completer
 from rota.worker.executor import Executor
 from rota.worker.fetcher import Fetcher
 from rota.worker.heartbeat import Heartbeater
+from rota.worker.progress import ProgressWriter
 from rota.worker.settings import WorkerSettings
 
 if TYPE_CHECKING:
+    from rota.observe.server import MetricsServer
     from rota.worker.health import HealthServer
 
 log = logging.getLogger("rota.worker")
@@ -66,7 +75,20 @@ class Worker:
             interval=self.settings.heartbeat_interval,
         )
         self.completer = Completer(self.driver, self.db, self._written)
+        self.progress = ProgressWriter(self.driver, self.db)
         self.elector = Elector(self.driver, self.id, self.settings.leader_ttl)
+        # Only workers with capabilities advertise: plain ones cannot run routed jobs.
+        self.advertiser: Advertiser | None = None
+        if self.settings.capabilities:
+            self.advertiser = Advertiser(
+                self.driver,
+                self.db,
+                worker_id=self.id,
+                queues=list(self.settings.queues),
+                capabilities=sorted(self.settings.capabilities),
+                interval=self.settings.heartbeat_interval,
+                ttl=self.settings.lease,
+            )
         self.services: list[PeriodicService] = [
             Stager(self.driver, self.settings.stage_interval),
             Rescuer(self.driver, self.settings.rescue_interval),
@@ -76,14 +98,35 @@ class Worker:
                 completed_age=self.settings.completed_retention,
                 discarded_age=self.settings.discarded_retention,
                 inbox_age=self.settings.inbox_retention,
+                cancelled_age=self.settings.cancelled_retention,
+                batch=self.settings.prune_batch,
             ),
+            Expirer(self.driver, self.settings.stage_interval),
             CronService(self.driver, self.settings.cron_interval, scheduler=self.id),
+            BatchController(self.driver, self.settings.batch_interval),
+            WorkflowController(
+                app,
+                self.settings.workflow_interval,
+                completed_retention=self.settings.completed_retention,
+                failed_retention=self.settings.discarded_retention,
+                prune_interval=self.settings.prune_interval,
+            ),
+            # Moves waiting work forward like the stager, so it shares its interval.
+            SagaSupervisor(self.driver, self.settings.stage_interval),
+            QueueHoldService(self.driver, self.settings.hold_interval),
         ]
         self.health: HealthServer | None = None
         if self.settings.health_port is not None:
             from rota.worker.health import worker_server  # uvicorn loads only when asked for
 
             self.health = worker_server(self)
+        # Counters, spans and the log context of each attempt (rota.observe).
+        self.observer = AttemptObserver(app.metrics)
+        self.metrics_server: MetricsServer | None = None
+        if self.settings.metrics_port is not None:
+            from rota.observe.server import worker_metrics_server
+
+            self.metrics_server = worker_metrics_server(self)
 
     async def db(self, func: Callable[..., Any], *args: Any) -> Any:
         """Run a blocking driver call on the worker's database threads."""
@@ -145,8 +188,12 @@ class Worker:
         if self.health is not None:
             await self.health.start()
         try:
+            if self.metrics_server is not None:
+                await self.metrics_server.start()
             await self._run()
         finally:
+            if self.metrics_server is not None:
+                await self.metrics_server.stop()
             if self.health is not None:
                 await self.health.stop()
 
@@ -158,12 +205,20 @@ class Worker:
             # The schedules declared in code become rows, which the leader's cron service
             # reconciles and the CLI suspends, resumes and triggers.
             await self.db(self.app.sync_schedules)
+        if self.app.events.subscribers:
+            # Stored subscriptions are what publishers deliver to, whatever code they run.
+            await self.db(self.app.events.sync)
         stop_parts = asyncio.Event()
         background: list[asyncio.Task[Any]] = []
         completer_task = asyncio.create_task(self.completer.run(), name="rota-completer")
         background.append(
             asyncio.create_task(self.heartbeater.run(stop_parts), name="rota-heartbeat")
         )
+        background.append(asyncio.create_task(self.progress.run(stop_parts), name="rota-progress"))
+        if self.advertiser is not None:
+            background.append(
+                asyncio.create_task(self.advertiser.run(stop_parts), name="rota-advertise")
+            )
         notifier = self.driver.notifier()
         background.append(
             asyncio.create_task(notifier.run(self._wake, self._control), name="rota-notify")
@@ -189,6 +244,7 @@ class Worker:
                 lease=self.settings.lease,
                 poll_interval=self.settings.poll_interval,
                 start=self._start_job,
+                capabilities=tuple(sorted(self.settings.capabilities)),
             )
             self.fetchers[queue] = fetcher
             fetch_tasks.append(
@@ -196,9 +252,12 @@ class Worker:
             )
         self.ready = True
         log.info(
-            "worker %s started: queues %s",
+            "worker %s started: queues %s%s",
             self.id,
             ", ".join(f"{q}={c}" for q, c in self.settings.queues.items()),
+            "; capabilities " + ", ".join(sorted(self.settings.capabilities))
+            if self.settings.capabilities
+            else "",
         )
         try:
             await self._stop.wait()
@@ -217,6 +276,8 @@ class Worker:
             await asyncio.gather(*background, return_exceptions=True)
             with contextlib.suppress(Exception):
                 await self.db(self.elector.resign)
+            if self.advertiser is not None:
+                await self.advertiser.retire()
             self._db_pool.shutdown(wait=False)
             # Threads still running a sync task past the grace cannot be killed; they are
             # fenced (their leases are gone) and die with the process.
@@ -258,7 +319,13 @@ class Worker:
     # --- jobs ---------------------------------------------------------------------------
 
     def _start_job(self, job: Job, fetcher: Fetcher) -> None:
-        ctx = Context(job, worker_id=self.id, driver=self.driver, nudge=self.heartbeater.nudge)
+        ctx = Context(
+            job,
+            worker_id=self.id,
+            driver=self.driver,
+            nudge=self.heartbeater.nudge,
+            progress=self.progress.report,
+        )
         if self._stop.is_set():
             ctx.draining = True
         self.heartbeater.track(job.id, job.lease_token or "", ctx)
@@ -267,9 +334,14 @@ class Worker:
 
     async def _run_job(self, job: Job, ctx: Context, fetcher: Fetcher) -> None:
         straggler = None
+        watch = self.observer.start(job)
+        execution = None
         try:
             execution = await self.executor.run(job, ctx)
             straggler = execution.straggler
+            if self.progress.pending(job.id):
+                # The last value goes out before the completion; after it the fence refuses.
+                await self.progress.flush(job.id)
             if execution.completion is not None:
                 self.heartbeater.submitted(job.id)
                 self.completer.submit(execution.completion)
@@ -281,6 +353,7 @@ class Worker:
             log.exception("job %s crashed the executor; its lease will expire", job.id)
             self.heartbeater.untrack(job.id)
         finally:
+            self.observer.finish(watch, execution)
             self._running.pop(job.id, None)
         if straggler is not None and not straggler.done():
             # Keep the slot until the thread is really free, so a hung task cannot

@@ -36,13 +36,30 @@ from rota.drivers.base import (
     claim_refusal,
     tick_minute,
 )
+from rota.drivers.postgres.batches import PostgresBatchStore
+from rota.drivers.postgres.copy import PostgresCopyStore
+from rota.drivers.postgres.events import PostgresEventStore
+from rota.drivers.postgres.hardening import (
+    PostgresCatalogStore,
+    PostgresProgressStore,
+    PostgresSealedArgsStore,
+)
+from rota.drivers.postgres.holds import PostgresHoldStore
+from rota.drivers.postgres.metrics import PostgresMetricsStore
+from rota.drivers.postgres.ops import PostgresOpsStore
+from rota.drivers.postgres.routing import PostgresRoutingStore
+from rota.drivers.postgres.sagas import PostgresSagaStore
+from rota.drivers.postgres.tenants import PostgresTenantStore
 from rota.drivers.postgres.tokens import PostgresTokenStore
-from rota.drivers.url import DatabaseURL
+from rota.drivers.postgres.web import PostgresWebStore
+from rota.drivers.postgres.workflows import PostgresWorkflowStore
+from rota.drivers.url import DatabaseURL, SecretFilter
 from rota.errors import (
     ConfigurationError,
     DatabaseUnavailableError,
     InvalidTransitionError,
     JobNotFoundError,
+    PermissionDeniedError,
     ScheduleError,
     ScheduleNotFoundError,
     SchemaError,
@@ -88,8 +105,15 @@ def job_from_row(row: dict[str, Any], *, created: bool = True) -> Job:
         result=row["result"],
         checkpoint=row["checkpoint"],
         meta=row["meta"] or {},
+        progress=row["progress"],
+        progress_message=row["progress_message"],
+        progress_at=row["progress_at"],
         history=tuple(Attempt.from_entry(e, _parse_ts) for e in row["history"]),
         created=created,
+        partition_key=row["partition_key"],
+        expires_at=row["expires_at"],
+        requires=tuple(row["requires"] or ()),
+        tenant=row["tenant"],
     )
 
 
@@ -145,6 +169,12 @@ def _run(row: dict[str, Any]) -> ScheduleRun:
     )
 
 
+def _claimed(rows: list[dict[str, Any]]) -> list[Job]:
+    jobs = [job_from_row(r) for r in rows]
+    jobs.sort(key=lambda j: (j.priority, j.run_at, j.id))
+    return jobs
+
+
 class _Refused(Exception):
     """Rolls a tick claim back (the job it inserted goes with it)."""
 
@@ -165,7 +195,9 @@ class PostgresDriver:
 
     def __init__(self, url: DatabaseURL, *, pool_size: int = 4) -> None:
         self.url = url
-        self._conninfo = url.raw
+        # A URL from a file is read again for every new connection: a rotated password
+        # is used from the next reconnect on (docs/security.md).
+        self._conninfo: str | Callable[[], str] = url.current if url.file else url.raw
         self._pool = psycopg_pool.ConnectionPool(
             self._conninfo,
             min_size=1,
@@ -180,7 +212,28 @@ class PostgresDriver:
         )
         self._opened = False
         self._closed = False
+        # psycopg's pool logs connection errors, which can quote the connection string.
+        self._log_filter = SecretFilter(url)
+        logging.getLogger("psycopg.pool").addFilter(self._log_filter)
         self.tokens = PostgresTokenStore(self)
+        self.ops = PostgresOpsStore(self)
+        self._limited_queues: set[str] = set()  # claimed through job_fetch_limited last time
+        # Limited queues whose last claim left jobs waiting (held back by the limit): the
+        # fetcher's hint to claim again soon.
+        self._held_back: set[str] = set()
+        self.batches = PostgresBatchStore(self)
+        self.sagas = PostgresSagaStore(self)
+        self.events = PostgresEventStore(self)
+        self.metrics = PostgresMetricsStore(self)
+        self.progress = PostgresProgressStore(self)
+        self.sealed = PostgresSealedArgsStore(self)
+        self.catalog = PostgresCatalogStore(self)
+        self.copy = PostgresCopyStore(self)
+        self.web = PostgresWebStore(self)
+        self.holds = PostgresHoldStore(self)
+        self.routing = PostgresRoutingStore(self)
+        self.tenants = PostgresTenantStore(self)
+        self.workflows = PostgresWorkflowStore(self)
 
     # --- connections ------------------------------------------------------------------
 
@@ -196,14 +249,20 @@ class PostgresDriver:
                 yield conn
         except psycopg_pool.PoolTimeout as exc:
             raise DatabaseUnavailableError(
-                f"PostgreSQL at {self.url.redacted()} is unreachable: {exc}"
+                f"PostgreSQL at {self.url.redacted()} is unreachable: {self.url.scrub(str(exc))}"
+            ) from None
+        except psycopg.errors.InsufficientPrivilege as exc:
+            # A least-privilege role (`rota db roles`) was refused by the database.
+            raise PermissionDeniedError(
+                f"PostgreSQL refused: {exc.diag.message_primary} (the role connected lacks "
+                "this privilege; see `rota db roles` and docs/security.md)"
             ) from None
         except psycopg.errors.UndefinedTable as exc:
             raise SchemaError(
                 f"{exc.diag.message_primary}: the database has no rota schema; run `rota migrate`"
             ) from None
         except psycopg.OperationalError as exc:
-            raise DatabaseUnavailableError(f"PostgreSQL error: {exc}") from exc
+            raise DatabaseUnavailableError(f"PostgreSQL error: {self.url.scrub(str(exc))}") from exc
 
     @contextlib.contextmanager
     def _tx(
@@ -239,6 +298,7 @@ class PostgresDriver:
         self._closed = True
         if self._opened:
             self._pool.close()
+        logging.getLogger("psycopg.pool").removeFilter(self._log_filter)
 
     # --- schema -------------------------------------------------------------------------
 
@@ -348,18 +408,71 @@ class PostgresDriver:
                 "ats": [_aware(r.at) for r in subset],
                 "delays": [r.delay for r in subset],
                 "metas": [r.meta_json for r in subset],
+                "partition_keys": [r.partition_key for r in subset],
+                "expires": [_aware(r.expires_at) for r in subset],
+                # Comma-joined (labels have no commas): unnest cannot yield an array per row.
+                "requires": [None if r.requires is None else ",".join(r.requires) for r in subset],
+                "tenants": [r.tenant for r in subset],
             },
         )
         for record in cur.fetchall():
             result[indexes[record["ord"] - 1]] = job_from_row(record)
 
     def job_fetch_available(
-        self, queue: str, limit: int, worker: str, lease_seconds: float
+        self,
+        queue: str,
+        limit: int,
+        worker: str,
+        lease_seconds: float,
+        capabilities: Sequence[str] | None = None,
     ) -> list[Job]:
-        params = {"queue": queue, "limit": limit, "worker": worker, "lease": lease_seconds}
-        jobs = [job_from_row(r) for r in self._rows("job_fetch_available", params)]
-        jobs.sort(key=lambda j: (j.priority, j.run_at, j.id))
-        return jobs
+        params = {
+            "queue": queue,
+            "limit": limit,
+            "worker": worker,
+            "lease": lease_seconds,
+            "caps": None if capabilities is None else list(capabilities),
+        }
+        if queue not in self._limited_queues:
+            # The fast path: one statement, and it refuses paused, limited and fair queues.
+            rows = self._rows("job_fetch_available", params)
+            if rows or not self._rows("queue_claim_path", params)[0]["exists"]:
+                return _claimed(rows)
+            self._limited_queues.add(queue)
+        rows, limited = self._fetch_limited(params)
+        if not limited:  # the limits were lifted: back to the fast path
+            self._limited_queues.discard(queue)
+            self._held_back.discard(queue)
+            rows = self._rows("job_fetch_available", params)
+        return _claimed(rows)
+
+    def _fetch_limited(self, params: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+        """Claim from a queue with a global or rate limit: the queue row's lock makes the
+        claims of that queue take turns, and the claim statement, run after the lock is
+        held, counts what every earlier claim committed."""
+        with self._tx() as cur:
+            cur.execute(_Q["queue_lock"], params)
+            ctl = cur.fetchone()
+            if ctl is None or (
+                ctl["global_limit"] is None and ctl["rate_limit"] is None and not ctl["fair"]
+            ):
+                return [], False
+            if ctl["paused"]:
+                self._held_back.discard(params["queue"])
+                return [], True
+            # A fair queue picks by tenant (rota.tenants); its limits apply all the same.
+            cur.execute(_Q["job_fetch_fair" if ctl["fair"] else "job_fetch_limited"], params)
+            rows = cur.fetchall()
+            waiting = len(rows) == params["limit"]
+            if not waiting:  # short: the limit held jobs back, or the queue ran dry
+                cur.execute(_Q["job_peek_available"], params)
+                row = cur.fetchone()
+                waiting = bool(row and next(iter(row.values())))
+            if waiting:
+                self._held_back.add(params["queue"])
+            else:
+                self._held_back.discard(params["queue"])
+            return rows, True
 
     def job_complete_many(self, completions: Sequence[Completion], conn: Any = None) -> set[int]:
         if not completions:
@@ -368,7 +481,8 @@ class PostgresDriver:
             "ids": [c.job_id for c in completions],
             "tokens": [c.lease_token for c in completions],
             "states": [str(c.state) for c in completions],
-            "delays": [c.delay for c in completions],
+            # float(): Retry(after=0) gives an int, and psycopg refuses a mixed-type list.
+            "delays": [None if c.delay is None else float(c.delay) for c in completions],
             "results": [c.result_json for c in completions],
             "entries": [c.entry_json for c in completions],
             "refunds": [c.refund_attempt for c in completions],
@@ -446,10 +560,9 @@ class PostgresDriver:
         return self._job_change("job_retry", job_id, "retried")
 
     def job_prune_finished(self, completed_age: float, discarded_age: float, limit: int) -> int:
-        params = {"completed_age": completed_age, "discarded_age": discarded_age, "limit": limit}
-        with self._tx() as cur:
-            cur.execute(_Q["job_prune_finished"], params)
-            return cur.rowcount
+        # Cancelled jobs share the completed retention here; the pruner sets each apart.
+        ages = {"completed": completed_age, "cancelled": completed_age, "discarded": discarded_age}
+        return sum(self.ops.job_prune(state, age, limit) for state, age in ages.items())
 
     # --- leadership and queues ------------------------------------------------------------
 
@@ -624,14 +737,15 @@ class ListenNotifier:
     """LISTEN on the jobs and control channels; reconnects with backoff when the
     connection drops (polling covers the gap, so nothing waits forever)."""
 
-    def __init__(self, conninfo: str) -> None:
+    def __init__(self, conninfo: str | Callable[[], str]) -> None:
         self._conninfo = conninfo
 
     async def run(self, wake: WakeFunc, control: Callable[[str], None]) -> None:
         delay = 0.1
         while True:
             try:
-                conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+                conninfo = self._conninfo() if callable(self._conninfo) else self._conninfo
+                conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
                 async with conn:
                     await conn.execute(f"LISTEN {JOBS_CHANNEL}")
                     await conn.execute(f"LISTEN {CONTROL_CHANNEL}")

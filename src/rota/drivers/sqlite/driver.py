@@ -35,7 +35,23 @@ from rota.drivers.base import (
     claim_refusal,
     tick_minute,
 )
+from rota.drivers.sqlite.batches import SQLiteBatchStore
+from rota.drivers.sqlite.copy import SQLiteCopyStore
+from rota.drivers.sqlite.events import SQLiteEventStore
+from rota.drivers.sqlite.hardening import (
+    SQLiteCatalogStore,
+    SQLiteProgressStore,
+    SQLiteSealedArgsStore,
+)
+from rota.drivers.sqlite.holds import SQLiteHoldStore
+from rota.drivers.sqlite.metrics import SQLiteMetricsStore
+from rota.drivers.sqlite.ops import SQLiteOpsStore
+from rota.drivers.sqlite.routing import SQLiteRoutingStore
+from rota.drivers.sqlite.sagas import SQLiteSagaStore
+from rota.drivers.sqlite.tenants import SQLiteTenantStore
 from rota.drivers.sqlite.tokens import SQLiteTokenStore
+from rota.drivers.sqlite.web import SQLiteWebStore
+from rota.drivers.sqlite.workflows import SQLiteWorkflowStore
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
     ConfigurationError,
@@ -88,10 +104,17 @@ def job_from_row(row: sqlite3.Row, *, created: bool = True) -> Job:
         result=None if result is None else json.loads(result),
         checkpoint=None if row["checkpoint"] is None else json.loads(row["checkpoint"]),
         meta={} if row["meta"] is None else json.loads(row["meta"]),
+        progress=row["progress"],
+        progress_message=row["progress_message"],
+        progress_at=_ts(row["progress_at"]),
         history=()
         if history == "[]"
         else tuple(Attempt.from_entry(e, _ts) for e in json.loads(history)),
         created=created,
+        partition_key=row["partition_key"],
+        expires_at=_ts(row["expires_at"]),
+        requires=() if row["requires"] is None else tuple(json.loads(row["requires"])),
+        tenant=row["tenant"],
     )
 
 
@@ -120,6 +143,23 @@ class SQLiteDriver:
         self._writer: int | None = None  # thread holding the write lock
         self._closed = False
         self.tokens = SQLiteTokenStore(self)
+        self.ops = SQLiteOpsStore(self)
+        # Limited queues whose last claim left jobs waiting (held back by the limit): the
+        # fetcher's hint to claim again soon.
+        self._held_back: set[str] = set()
+        self.batches = SQLiteBatchStore(self)
+        self.sagas = SQLiteSagaStore(self)
+        self.events = SQLiteEventStore(self)
+        self.metrics = SQLiteMetricsStore(self)
+        self.progress = SQLiteProgressStore(self)
+        self.sealed = SQLiteSealedArgsStore(self)
+        self.catalog = SQLiteCatalogStore(self)
+        self.copy = SQLiteCopyStore(self)
+        self.web = SQLiteWebStore(self)
+        self.holds = SQLiteHoldStore(self)
+        self.routing = SQLiteRoutingStore(self)
+        self.tenants = SQLiteTenantStore(self)
+        self.workflows = SQLiteWorkflowStore(self)
 
     # --- connections ------------------------------------------------------------------
 
@@ -264,6 +304,10 @@ class SQLiteDriver:
             "at": _epoch(row.at),
             "delay": row.delay,
             "meta": row.meta_json,
+            "partition_key": row.partition_key,
+            "expires_at": _epoch(row.expires_at),
+            "requires": None if row.requires is None else json.dumps(list(row.requires)),
+            "tenant": row.tenant,
         }
         inserted = db.execute(_Q["job_insert_many"], params).fetchone()
         if inserted is not None:
@@ -282,13 +326,51 @@ class SQLiteDriver:
         return job_from_row(existing, created=False)
 
     def job_fetch_available(
-        self, queue: str, limit: int, worker: str, lease_seconds: float
+        self,
+        queue: str,
+        limit: int,
+        worker: str,
+        lease_seconds: float,
+        capabilities: Sequence[str] | None = None,
     ) -> list[Job]:
-        if not self._read("job_peek_available", {"queue": queue})[0][0]:
+        caps = None if capabilities is None else "," + ",".join(capabilities) + ","
+        if not self._read("job_peek_available", {"queue": queue, "caps": caps})[0][0]:
+            self._held_back.discard(queue)
             return []
-        params = {"queue": queue, "limit": limit, "worker": worker, "lease": lease_seconds}
+        params = {
+            "queue": queue,
+            "limit": limit,
+            "worker": worker,
+            "lease": lease_seconds,
+            "caps": caps,
+        }
         with self._write() as db:
-            rows = db.execute(_Q["job_fetch_available"], params).fetchall()
+            # Under the write lock every claim of every process takes turns, so a limited
+            # queue's room (limit - running, rate - recent starts) is exact here.
+            ctl = db.execute(_Q["queue_lock"], params).fetchone()
+            held_back = False
+            if ctl is None or (
+                ctl["global_limit"] is None and ctl["rate_limit"] is None and not ctl["fair"]
+            ):
+                rows = db.execute(_Q["job_fetch_available"], params).fetchall()
+            elif ctl["paused"]:
+                rows = []
+            else:
+                # A fair queue picks by tenant (rota.tenants); its limits apply all the same.
+                fetch = "job_fetch_fair" if ctl["fair"] else "job_fetch_limited"
+                rows = db.execute(_Q[fetch], params).fetchall()
+                held_back = len(rows) == limit or bool(
+                    db.execute(_Q["job_peek_available"], params).fetchone()[0]
+                )
+                if ctl["rate_limit"] is not None:
+                    period = {"queue": queue, "period": ctl["rate_period"]}
+                    db.execute(_Q["queue_starts_prune"], period)
+                    if rows:
+                        db.execute(_Q["queue_start_record"], {"queue": queue, "n": len(rows)})
+        if held_back:
+            self._held_back.add(queue)
+        else:
+            self._held_back.discard(queue)
         jobs = [job_from_row(r) for r in rows]
         jobs.sort(key=lambda j: (j.priority, j.run_at, j.id))
         return jobs
@@ -382,9 +464,9 @@ class SQLiteDriver:
         return self._job_change("job_retry", job_id, "retried")
 
     def job_prune_finished(self, completed_age: float, discarded_age: float, limit: int) -> int:
-        params = {"completed_age": completed_age, "discarded_age": discarded_age, "limit": limit}
-        with self._write() as db:
-            return db.execute(_Q["job_prune_finished"], params).rowcount
+        # Cancelled jobs share the completed retention here; the pruner sets each apart.
+        ages = {"completed": completed_age, "cancelled": completed_age, "discarded": discarded_age}
+        return sum(self.ops.job_prune(state, age, limit) for state, age in ages.items())
 
     # --- leadership and queues ------------------------------------------------------------
 

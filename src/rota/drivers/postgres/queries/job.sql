@@ -4,16 +4,20 @@ WITH input AS (
     SELECT nextval(pg_get_serial_sequence('rota_jobs', 'id')) AS id, t.*
     FROM unnest(%(tasks)b::text[], %(queues)b::text[], %(args)b::jsonb[], %(priorities)b::smallint[],
                 %(max_attempts)b::int[], %(keys)b::text[], %(ats)b::timestamptz[], %(delays)b::float8[],
-                %(metas)b::jsonb[])
-         WITH ORDINALITY AS t(task, queue, args, priority, max_attempts, key, at, delay, meta, ord)
+                %(metas)b::jsonb[], %(partition_keys)b::text[], %(expires)b::timestamptz[],
+                %(requires)b::text[], %(tenants)b::text[])
+         WITH ORDINALITY AS t(task, queue, args, priority, max_attempts, key, at, delay, meta,
+                              partition_key, expires_at, requires, tenant, ord)
 ),
 timed AS (
     SELECT input.*, COALESCE(at, now() + make_interval(secs => COALESCE(delay, 0))) AS run_at
     FROM input
 ),
 ins AS (
-    INSERT INTO rota_jobs (id, task, queue, args, priority, max_attempts, key, run_at, meta, state)
+    INSERT INTO rota_jobs (id, task, queue, args, priority, max_attempts, key, run_at, meta,
+                           partition_key, expires_at, requires, tenant, state)
     SELECT id, task, queue, args, priority, max_attempts, key, run_at, meta,
+           partition_key, expires_at, string_to_array(requires, ','), tenant,
            CASE WHEN run_at > now() THEN 'scheduled' ELSE 'available' END
     FROM timed ORDER BY ord
     ON CONFLICT (task, key) WHERE key IS NOT NULL AND key_active DO NOTHING
@@ -47,15 +51,29 @@ WHERE id = %(id)s AND lease_token = %(token)s::uuid AND state = 'running'
 RETURNING id
 
 -- name: job_peek_available
--- Whether a queue has a runnable job (kept for parity; the claim itself is cheap here).
-SELECT EXISTS (SELECT 1 FROM rota_jobs WHERE state = 'available' AND queue = %(queue)s)
+-- Whether a queue has a job this worker could run (kept for parity; the claim is cheap here).
+SELECT EXISTS (SELECT 1 FROM rota_jobs WHERE state = 'available' AND queue = %(queue)s
+               AND (requires IS NULL OR requires <@ COALESCE(%(caps)s::text[], requires)))
 
 -- name: job_fetch_available
--- Claim up to `limit` runnable jobs of one queue, each with a fresh lease token.
+-- Claim up to `limit` runnable jobs of an unlimited queue, each with a fresh lease token.
+-- A paused, limited or fair queue yields nothing here (those go through the locked path);
+-- a job past its expires_at is left for the expiry sweep; a job with a partition key runs
+-- only when no earlier job of its key is waiting, running or dead (the partition gate);
+-- a job with requirements only by a worker whose capabilities (`caps`) include them all
+-- (NULL caps: no routing filter, as rota.testing.drain claims).
 WITH picked AS (
-    SELECT id FROM rota_jobs
+    SELECT id FROM rota_jobs AS j
     WHERE state = 'available' AND queue = %(queue)s
-      AND NOT EXISTS (SELECT 1 FROM rota_queues q WHERE q.name = %(queue)s AND q.paused)
+      AND NOT EXISTS (SELECT 1 FROM rota_queues q WHERE q.name = %(queue)s
+                      AND (q.paused OR q.global_limit IS NOT NULL OR q.rate_limit IS NOT NULL
+                           OR q.fair))
+      AND (j.expires_at IS NULL OR j.expires_at > now())
+      AND (j.requires IS NULL OR j.requires <@ COALESCE(%(caps)s::text[], j.requires))
+      AND (j.partition_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM rota_jobs AS b
+          WHERE b.queue = j.queue AND b.partition_key = j.partition_key AND b.id < j.id
+            AND b.state IN ('scheduled', 'available', 'running', 'retryable', 'discarded')))
     ORDER BY priority, run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -70,6 +88,86 @@ SET state = 'running',
 FROM picked
 WHERE j.id = picked.id
 RETURNING j.*
+
+-- name: job_fetch_limited
+-- Claim from a queue with a global concurrency or rate limit. Runs in a transaction after
+-- queue_lock, so this statement's snapshot sees every claim committed before the lock:
+-- the room left (limit - running, rate - starts in the window) holds across workers.
+WITH cfg AS (
+    SELECT global_limit, rate_limit, rate_period FROM rota_queues
+    WHERE name = %(queue)s AND NOT paused
+),
+room AS (
+    SELECT LEAST(
+        %(limit)s::bigint,
+        COALESCE(cfg.global_limit - (SELECT count(*) FROM rota_jobs
+                                     WHERE state = 'running' AND queue = %(queue)s),
+                 %(limit)s::bigint),
+        COALESCE(cfg.rate_limit - (SELECT COALESCE(sum(s.n), 0) FROM rota_queue_starts AS s
+                                   WHERE s.queue = %(queue)s
+                                     AND s.started_at > statement_timestamp()
+                                         - make_interval(secs => cfg.rate_period)),
+                 %(limit)s::bigint)) AS n
+    FROM cfg
+),
+picked AS (
+    SELECT id FROM rota_jobs AS j
+    WHERE state = 'available' AND queue = %(queue)s
+      AND (j.expires_at IS NULL OR j.expires_at > statement_timestamp())
+      AND (j.requires IS NULL OR j.requires <@ COALESCE(%(caps)s::text[], j.requires))
+      AND (j.partition_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM rota_jobs AS b
+          WHERE b.queue = j.queue AND b.partition_key = j.partition_key AND b.id < j.id
+            AND b.state IN ('scheduled', 'available', 'running', 'retryable', 'discarded')))
+    ORDER BY priority, run_at, id
+    LIMIT COALESCE((SELECT GREATEST(n, 0) FROM room), 0)
+    FOR UPDATE SKIP LOCKED
+),
+claimed AS (
+    -- statement_timestamp(), not now(): the transaction began before the lock wait, and
+    -- the start times must be the ones the rate window counts.
+    UPDATE rota_jobs AS j
+    SET state = 'running',
+        attempt = j.attempt + 1,
+        attempted_at = statement_timestamp(),
+        worker = %(worker)s,
+        lease_token = gen_random_uuid(),
+        lease_expires_at = statement_timestamp() + make_interval(secs => %(lease)s)
+    FROM picked
+    WHERE j.id = picked.id
+    RETURNING j.*
+),
+logged AS (
+    INSERT INTO rota_queue_starts (queue, started_at, n)
+    SELECT %(queue)s, statement_timestamp(), count(*) FROM claimed
+    HAVING count(*) > 0 AND EXISTS (SELECT 1 FROM cfg WHERE rate_limit IS NOT NULL)
+),
+forgotten AS (
+    DELETE FROM rota_queue_starts AS s USING cfg
+    WHERE s.queue = %(queue)s
+      AND s.started_at < statement_timestamp() - make_interval(secs => COALESCE(cfg.rate_period, 0))
+)
+SELECT * FROM claimed
+
+-- name: job_expire_due
+-- Dead-letter waiting jobs whose start deadline passed (reason `expired`).
+WITH due AS (
+    SELECT id FROM rota_jobs
+    WHERE expires_at <= now() AND state IN ('scheduled', 'available', 'retryable')
+    ORDER BY expires_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE rota_jobs AS j
+SET state = 'discarded',
+    finished_at = now(),
+    history = j.history || jsonb_build_array(jsonb_build_object(
+        'attempt', j.attempt, 'worker', NULL, 'started_at', NULL, 'finished_at', now(),
+        'outcome', 'discarded', 'error_type', 'Expired', 'reason', 'expired',
+        'message', 'expired: not started before ' || j.expires_at::text))
+FROM due
+WHERE j.id = due.id
+RETURNING j.id
 
 -- name: job_claim
 -- Claim one given job if it is runnable: available, or waiting and due (rota.testing.inline
@@ -190,12 +288,14 @@ WHERE id = %(id)s AND state IN ('scheduled', 'retryable', 'completed', 'discarde
 RETURNING *, pg_notify('rota_jobs', queue)
 
 -- name: job_prune_finished
--- Delete finished jobs past their retention.
+-- Delete one small batch of finished jobs of one state past its retention. The IN list
+-- matches rota_jobs_finished_idx's predicate, so the batch is read from that index; SKIP
+-- LOCKED and the small batch keep the delete from holding up the claim.
 WITH old AS (
     SELECT id FROM rota_jobs
-    WHERE (state IN ('completed', 'cancelled')
-           AND finished_at < now() - make_interval(secs => %(completed_age)s))
-       OR (state = 'discarded' AND finished_at < now() - make_interval(secs => %(discarded_age)s))
+    WHERE state IN ('completed', 'discarded', 'cancelled') AND state = %(state)s
+      AND finished_at < now() - make_interval(secs => %(age)s)
+    ORDER BY finished_at
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 )

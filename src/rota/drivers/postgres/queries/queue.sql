@@ -38,3 +38,53 @@ SELECT rota_keda_backlog(%(queue)s)
 -- name: queue_keda_demand
 -- KEDA's query for a queue's runnable plus running jobs (the default signal).
 SELECT rota_keda_backlog(%(queue)s) + rota_keda_running(%(queue)s)
+
+-- name: queue_lock
+-- Take a limited queue's row lock for one claim (the claims of that queue take turns).
+SELECT paused, global_limit, rate_limit, rate_period, fair FROM rota_queues
+WHERE name = %(queue)s FOR UPDATE
+
+-- name: queue_controls_list
+-- Stored controls of one queue (or all when name is NULL).
+SELECT name, paused, global_limit, rate_limit, rate_period, updated_at FROM rota_queues
+WHERE %(name)s::text IS NULL OR name = %(name)s::text
+ORDER BY name
+
+-- name: queue_configure
+-- Set or clear a queue's global limit and rate limit (the flags say which to change);
+-- workers read them on their next claim, and are woken to do so.
+INSERT INTO rota_queues (name, paused, global_limit, rate_limit, rate_period, updated_at)
+VALUES (%(name)s, false, %(global_limit)s, %(rate_limit)s, %(rate_period)s, now())
+ON CONFLICT (name) DO UPDATE SET
+    global_limit = CASE WHEN %(set_global)s THEN excluded.global_limit
+                        ELSE rota_queues.global_limit END,
+    rate_limit = CASE WHEN %(set_rate)s THEN excluded.rate_limit ELSE rota_queues.rate_limit END,
+    rate_period = CASE WHEN %(set_rate)s THEN excluded.rate_period
+                       ELSE rota_queues.rate_period END,
+    updated_at = now()
+RETURNING name, paused, global_limit, rate_limit, rate_period, updated_at,
+          pg_notify('rota_jobs', name) AS notified
+
+-- name: queue_start_record
+-- Log one claim's starts for the rate limit's sliding window.
+INSERT INTO rota_queue_starts (queue, started_at, n) VALUES (%(queue)s, now(), %(n)s)
+
+-- name: queue_starts_prune
+-- Forget starts older than the queue's rate period.
+DELETE FROM rota_queue_starts
+WHERE queue = %(queue)s AND started_at < now() - make_interval(secs => %(period)s)
+
+-- name: queue_partitions
+-- Partition keys held up by a dead letter: the dead job (the oldest, if several) and how
+-- many later jobs of the key wait behind it.
+SELECT d.queue, d.partition_key, min(d.id) AS dead_job_id, count(*) AS dead,
+       (SELECT count(*) FROM rota_jobs AS w
+        WHERE w.queue = d.queue AND w.partition_key = d.partition_key
+          AND w.state IN ('scheduled', 'available', 'retryable')) AS waiting,
+       min(d.finished_at) AS since
+FROM rota_jobs AS d
+WHERE d.state = 'discarded' AND d.partition_key IS NOT NULL
+  AND (%(queue)s::text IS NULL OR d.queue = %(queue)s::text)
+GROUP BY d.queue, d.partition_key
+ORDER BY d.queue, d.partition_key
+LIMIT %(limit)s

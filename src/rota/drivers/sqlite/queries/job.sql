@@ -1,7 +1,9 @@
 -- name: job_insert_many
 -- Insert one job (called once per row inside one transaction: no round trips in SQLite).
-INSERT INTO rota_jobs (task, queue, args, priority, max_attempts, key, run_at, created_at, meta, state)
+INSERT INTO rota_jobs (task, queue, args, priority, max_attempts, key, run_at, created_at, meta,
+                       partition_key, expires_at, requires, tenant, state)
 SELECT :task, :queue, :args, :priority, :max_attempts, :key, t.run_at, t.now, :meta,
+       :partition_key, :expires_at, :requires, :tenant,
        CASE WHEN t.run_at > t.now THEN 'scheduled' ELSE 'available' END
 FROM (SELECT COALESCE(:at, n.now + COALESCE(:delay, 0)) AS run_at, n.now
       FROM (SELECT (julianday('now') - 2440587.5) * 86400.0 AS now) AS n) AS t
@@ -28,12 +30,20 @@ WHERE id = :id AND lease_token = :token AND state = 'running'
 RETURNING id
 
 -- name: job_peek_available
--- Whether a queue has a runnable job: a WAL read that takes no lock, so idle polling
+-- Whether a queue has a job this worker could run: a WAL read that takes no lock, so idle polling
 -- and wake-ups from other processes' commits do not contend for the write lock.
-SELECT EXISTS (SELECT 1 FROM rota_jobs WHERE state = 'available' AND queue = :queue)
+SELECT EXISTS (SELECT 1 FROM rota_jobs AS j WHERE state = 'available' AND queue = :queue
+               AND (j.requires IS NULL OR :caps IS NULL OR NOT EXISTS (
+                   SELECT 1 FROM json_each(j.requires) AS r
+                   WHERE instr(:caps, ',' || r.value || ',') = 0)))
 
 -- name: job_fetch_available
--- Claim up to `limit` runnable jobs of one queue, each with a fresh lease token.
+-- Claim up to `limit` runnable jobs of an unlimited queue, each with a fresh lease token.
+-- A paused, limited or fair queue yields nothing here (those go through the locked path);
+-- a job past its expires_at is left for the expiry sweep; a job with a partition key runs
+-- only when no earlier job of its key is waiting, running or dead (the partition gate);
+-- a job with requirements only by a worker whose capabilities include them all (`caps`
+-- is ",gpu,mem:large,"; NULL: no routing filter, as rota.testing.drain claims).
 UPDATE rota_jobs
 SET state = 'running',
     attempt = attempt + 1,
@@ -42,13 +52,78 @@ SET state = 'running',
     lease_token = lower(hex(randomblob(16))),
     lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :lease
 WHERE id IN (
-    SELECT id FROM rota_jobs
+    SELECT id FROM rota_jobs AS j
     WHERE state = 'available' AND queue = :queue
-      AND NOT EXISTS (SELECT 1 FROM rota_queues q WHERE q.name = :queue AND q.paused)
+      AND NOT EXISTS (SELECT 1 FROM rota_queues q WHERE q.name = :queue
+                      AND (q.paused OR q.global_limit IS NOT NULL OR q.rate_limit IS NOT NULL
+                           OR q.fair))
+      AND (j.expires_at IS NULL OR j.expires_at > (julianday('now') - 2440587.5) * 86400.0)
+      AND (j.requires IS NULL OR :caps IS NULL OR NOT EXISTS (
+          SELECT 1 FROM json_each(j.requires) AS r WHERE instr(:caps, ',' || r.value || ',') = 0))
+      AND (j.partition_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM rota_jobs AS b
+          WHERE b.queue = j.queue AND b.partition_key = j.partition_key AND b.id < j.id
+            AND b.state IN ('scheduled', 'available', 'running', 'retryable', 'discarded')))
     ORDER BY priority, run_at, id
     LIMIT :limit
 )
 RETURNING *
+
+-- name: job_fetch_limited
+-- Claim from a queue with a global concurrency or rate limit. The write lock (BEGIN
+-- IMMEDIATE) serialises claims, so the room left (limit - running, rate - starts in the
+-- window) holds across processes; the driver logs the starts with queue_start_record.
+UPDATE rota_jobs
+SET state = 'running',
+    attempt = attempt + 1,
+    attempted_at = (julianday('now') - 2440587.5) * 86400.0,
+    worker = :worker,
+    lease_token = lower(hex(randomblob(16))),
+    lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :lease
+WHERE id IN (
+    SELECT id FROM rota_jobs AS j
+    WHERE state = 'available' AND queue = :queue
+      AND (j.expires_at IS NULL OR j.expires_at > (julianday('now') - 2440587.5) * 86400.0)
+      AND (j.requires IS NULL OR :caps IS NULL OR NOT EXISTS (
+          SELECT 1 FROM json_each(j.requires) AS r WHERE instr(:caps, ',' || r.value || ',') = 0))
+      AND (j.partition_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM rota_jobs AS b
+          WHERE b.queue = j.queue AND b.partition_key = j.partition_key AND b.id < j.id
+            AND b.state IN ('scheduled', 'available', 'running', 'retryable', 'discarded')))
+    ORDER BY priority, run_at, id
+    LIMIT COALESCE((
+        SELECT MAX(0, MIN(
+            :limit,
+            COALESCE(q.global_limit - (SELECT count(*) FROM rota_jobs
+                                       WHERE state = 'running' AND queue = :queue), :limit),
+            COALESCE(q.rate_limit - (SELECT COALESCE(sum(s.n), 0) FROM rota_queue_starts AS s
+                                     WHERE s.queue = :queue
+                                       AND s.started_at > (julianday('now') - 2440587.5) * 86400.0
+                                                          - q.rate_period), :limit)))
+        FROM rota_queues AS q WHERE q.name = :queue AND NOT q.paused
+    ), 0)
+)
+RETURNING *
+
+-- name: job_expire_due
+-- Dead-letter waiting jobs whose start deadline passed (reason `expired`).
+UPDATE rota_jobs
+SET state = 'discarded',
+    finished_at = (julianday('now') - 2440587.5) * 86400.0,
+    history = json_insert(history, '$[#]', json_object(
+        'attempt', attempt, 'worker', NULL, 'started_at', NULL,
+        'finished_at', (julianday('now') - 2440587.5) * 86400.0,
+        'outcome', 'discarded', 'error_type', 'Expired', 'reason', 'expired',
+        'message', 'expired: not started before '
+                   || strftime('%Y-%m-%d %H:%M:%f+00:00', expires_at, 'unixepoch')))
+WHERE id IN (
+    SELECT id FROM rota_jobs
+    WHERE expires_at <= (julianday('now') - 2440587.5) * 86400.0
+      AND state IN ('scheduled', 'available', 'retryable')
+    ORDER BY expires_at
+    LIMIT :limit
+)
+RETURNING id
 
 -- name: job_claim
 -- Claim one given job if it is runnable: available, or waiting and due (rota.testing.inline
@@ -172,12 +247,12 @@ WHERE id = :id AND state IN ('scheduled', 'retryable', 'completed', 'discarded',
 RETURNING *
 
 -- name: job_prune_finished
--- Delete finished jobs past their retention.
+-- Delete one small batch of finished jobs of one state past its retention (the IN list
+-- matches rota_jobs_finished_idx's predicate); a small batch keeps the write lock short.
 DELETE FROM rota_jobs WHERE id IN (
     SELECT id FROM rota_jobs
-    WHERE (state IN ('completed', 'cancelled')
-           AND finished_at < (julianday('now') - 2440587.5) * 86400.0 - :completed_age)
-       OR (state = 'discarded'
-           AND finished_at < (julianday('now') - 2440587.5) * 86400.0 - :discarded_age)
+    WHERE state IN ('completed', 'discarded', 'cancelled') AND state = :state
+      AND finished_at < (julianday('now') - 2440587.5) * 86400.0 - :age
+    ORDER BY finished_at
     LIMIT :limit
 )

@@ -64,3 +64,53 @@ SELECT CASE WHEN EXISTS (SELECT 1 FROM rota_queues AS q WHERE q.name = :queue AN
                              AND run_at <= (julianday('now') - 2440587.5) * 86400.0)))
        END
        + (SELECT count(*) FROM rota_jobs WHERE queue = :queue AND state = 'running')
+
+-- name: queue_lock
+-- Read a limited queue's controls for one claim (BEGIN IMMEDIATE already serialises claims).
+SELECT paused, global_limit, rate_limit, rate_period, fair FROM rota_queues WHERE name = :queue
+
+-- name: queue_controls_list
+-- Stored controls of one queue (or all when name is NULL).
+SELECT name, paused, global_limit, rate_limit, rate_period, updated_at FROM rota_queues
+WHERE :name IS NULL OR name = :name
+ORDER BY name
+
+-- name: queue_configure
+-- Set or clear a queue's global limit and rate limit (the flags say which to change);
+-- workers read them on their next claim.
+INSERT INTO rota_queues (name, paused, global_limit, rate_limit, rate_period, updated_at)
+VALUES (:name, 0, :global_limit, :rate_limit, :rate_period,
+        (julianday('now') - 2440587.5) * 86400.0)
+ON CONFLICT (name) DO UPDATE SET
+    global_limit = CASE WHEN :set_global THEN excluded.global_limit
+                        ELSE rota_queues.global_limit END,
+    rate_limit = CASE WHEN :set_rate THEN excluded.rate_limit ELSE rota_queues.rate_limit END,
+    rate_period = CASE WHEN :set_rate THEN excluded.rate_period
+                       ELSE rota_queues.rate_period END,
+    updated_at = excluded.updated_at
+RETURNING name, paused, global_limit, rate_limit, rate_period, updated_at, NULL AS notified
+
+-- name: queue_start_record
+-- Log one claim's starts for the rate limit's sliding window.
+INSERT INTO rota_queue_starts (queue, started_at, n)
+VALUES (:queue, (julianday('now') - 2440587.5) * 86400.0, :n)
+
+-- name: queue_starts_prune
+-- Forget starts older than the queue's rate period.
+DELETE FROM rota_queue_starts
+WHERE queue = :queue AND started_at < (julianday('now') - 2440587.5) * 86400.0 - :period
+
+-- name: queue_partitions
+-- Partition keys held up by a dead letter: the dead job (the oldest, if several) and how
+-- many later jobs of the key wait behind it.
+SELECT d.queue, d.partition_key, min(d.id) AS dead_job_id, count(*) AS dead,
+       (SELECT count(*) FROM rota_jobs AS w
+        WHERE w.queue = d.queue AND w.partition_key = d.partition_key
+          AND w.state IN ('scheduled', 'available', 'retryable')) AS waiting,
+       min(d.finished_at) AS since
+FROM rota_jobs AS d
+WHERE d.state = 'discarded' AND d.partition_key IS NOT NULL
+  AND (:queue IS NULL OR d.queue = :queue)
+GROUP BY d.queue, d.partition_key
+ORDER BY d.queue, d.partition_key
+LIMIT :limit
