@@ -26,13 +26,15 @@ def test_global_limit_of_three_holds_across_four_worker_processes(
     spawn: Spawn,  # noqa: F811
 ) -> None:
     app.queues.configure("limited", global_limit=3)
+    workers = [spawn(database_url, *APP, queues="limited=3") for _ in range(4)]
+    for worker in workers:  # all four compete from the first job (start-up times vary)
+        worker.wait_logged("started: queues", timeout=60)
     jobs = app.driver.job_insert_many(
         [
             rota.drivers.base.JobInsert("ops.hold", "limited", '{"seconds": 0.15}', 0, 3)
             for _ in range(40)
         ]
     )
-    workers = [spawn(database_url, *APP, queues="limited=3") for _ in range(4)]
     samples: list[int] = []
 
     def all_done() -> bool:
