@@ -135,7 +135,14 @@ def drain_child(
     """Child-process entry: drain the table; return the elapsed seconds and counts."""
     claim_sql, complete_sql = statements(dialect, variant)
     worker = f"raw-{uuid.uuid4().hex[:6]}"
-    params = {"queue": QUEUE, "limit": BATCH, "worker": worker, "lease": LEASE_SECONDS}
+    # caps=None: a worker that advertises no capabilities, as the rota drains run.
+    params = {
+        "queue": QUEUE,
+        "limit": BATCH,
+        "worker": worker,
+        "lease": LEASE_SECONDS,
+        "caps": None,
+    }
     run: Callable[[], tuple[int, int]]
     if dialect == "postgres":
         conn = pg_connect(url, row_factory=dict_row)
