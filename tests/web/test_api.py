@@ -3,6 +3,8 @@ details, and every endpoint doing what the CLI does."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import rota
 from rota.testing import drain
 from tests.web.conftest import Site
@@ -220,11 +222,18 @@ def test_queues_depth_series_pause_and_resume(site: Site) -> None:
     assert sum(series["series"]["mail"]["completed"]) == 1
     assert len(series["series"]["mail"]["completed"]) == 10
     paused = site.client.post("/api/queues/payments/pause", headers=h)
-    assert paused.json() == {"name": "payments", "paused": True}
+    assert paused.json() == {"name": "payments", "paused": True, "held_by": ["manual"]}
     queues = {q["name"]: q for q in site.client.get("/api/queues", headers=h).json()}
     assert queues["payments"]["paused"] is True
-    site.client.post("/api/queues/payments/resume", headers=h)
+    resumed = site.client.post("/api/queues/payments/resume", headers=h)
+    assert resumed.json() == {"name": "payments", "paused": False, "held_by": []}
     assert [q.paused for q in site.app.list_queues() if q.name == "payments"] == [False]
+    # A closed processing window still holds the queue after the operator's resume.
+    hour = (datetime.now(UTC).hour + 2) % 24
+    site.app.queues.set_window("payments", f"{hour:02d}:00-{hour:02d}:30", tz="UTC")
+    site.client.post("/api/queues/payments/pause", headers=h)
+    resumed = site.client.post("/api/queues/payments/resume", headers=h)
+    assert resumed.json() == {"name": "payments", "paused": True, "held_by": ["window"]}
 
 
 def test_schedules_list_show_trigger_suspend_resume(site: Site) -> None:

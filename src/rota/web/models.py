@@ -199,6 +199,9 @@ class SeriesOut(BaseModel):
 class PausedOut(BaseModel):
     name: str
     paused: bool
+    # What still holds the queue: "manual", "window", "breaker" (a resume lifts only
+    # the manual pause).
+    held_by: list[str] = []
 
 
 class ScheduleOut(BaseModel):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rota.app import App
 from rota.auth import Permission
 from rota.job import JobState
 from rota.web.api import Api, Call
@@ -70,7 +71,7 @@ def register(api: Api) -> None:
     def pause_queue(call: Call) -> PausedOut:
         """Stop starting jobs from the queue (running ones finish; survives restarts)."""
         call.app.pause_queue(call.path.name)
-        return PausedOut(name=call.path.name, paused=True)
+        return _held(call.app, call.path.name)
 
     @api.route(
         "POST",
@@ -84,4 +85,10 @@ def register(api: Api) -> None:
     def resume_queue(call: Call) -> PausedOut:
         """Start jobs from the queue again."""
         call.app.resume_queue(call.path.name)
-        return PausedOut(name=call.path.name, paused=False)
+        return _held(call.app, call.path.name)
+
+
+def _held(app: App, name: str) -> PausedOut:
+    """The queue's pause state after a change: paused while any hold remains."""
+    sources = sorted(str(h.source) for h in app.queues.holds(name))
+    return PausedOut(name=name, paused=bool(sources), held_by=sources)
