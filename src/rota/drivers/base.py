@@ -521,6 +521,10 @@ class SagaStore(Protocol):
         self, status: str | None, name: str | None, limit: int, before_id: int | None
     ) -> list[SagaRecord]: ...
 
+    def prune(self, age: float, limit: int) -> int:
+        """Delete up to `limit` sagas finished (completed, compensated) over `age` s ago."""
+        ...
+
     def stalled(self, limit: int) -> list[StalledSaga]: ...
 
 
@@ -584,6 +588,10 @@ class EventStore(Protocol):
     def subscribe_many(self, rows: Sequence[Subscription], conn: Any = None) -> None: ...
 
     def unsubscribe(self, event: str, task: str) -> bool: ...
+
+    def prune(self, age: float, limit: int) -> int:
+        """Delete up to `limit` events published over `age` seconds ago."""
+        ...
 
 
 class OpsStore(Protocol):

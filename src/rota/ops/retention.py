@@ -10,7 +10,8 @@ from rota.errors import ConfigurationError
 
 _AGE = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h|d)?$")
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-STATES = ("completed", "cancelled", "discarded")
+# Job states, and the finished sagas and published events the pruner also deletes.
+STATES = ("completed", "cancelled", "discarded", "saga", "event")
 
 
 def parse_retention(values: Iterable[str]) -> dict[str, float]:
@@ -23,7 +24,7 @@ def parse_retention(values: Iterable[str]) -> dict[str, float]:
         if not sep or state not in STATES:
             raise ConfigurationError(
                 f"bad retention {value!r}: use STATE=AGE with STATE one of "
-                f"{', '.join(STATES)} (e.g. completed=1h, discarded=30d, cancelled=forever)"
+                f"{', '.join(STATES)} (e.g. completed=1h, discarded=30d, event=7d, saga=forever)"
             )
         if age in ("forever", "inf", "never"):
             seconds = math.inf

@@ -72,6 +72,10 @@ class WorkerSettings:
     discarded_retention: float = 14 * 24 * 3600.0
     prune_batch: int = 1000
     inbox_retention: float = 7 * 24 * 3600.0  # how long outside message ids are remembered
+    # Finished sagas (completed, compensated; failed ones wait for a person) and published
+    # events (replay and publish-once keys reach back this far); math.inf keeps them.
+    saga_retention: float = 30 * 24 * 3600.0
+    event_retention: float = 30 * 24 * 3600.0
     threads: int | None = None  # sync-task threads; default: total concurrency
     db_threads: int = 4
     # Liveness, readiness and /metrics/keda over HTTP (off by default; 0: any free port).
@@ -112,11 +116,17 @@ class WorkerSettings:
             "hold_interval",
         ):
             _positive(name, getattr(self, name))
-        for name in ("completed_retention", "cancelled_retention", "discarded_retention"):
+        for name in (
+            "completed_retention",
+            "cancelled_retention",
+            "discarded_retention",
+            "saga_retention",
+            "event_retention",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
                 raise ConfigurationError(
-                    f"{name} must be seconds >= 0 (math.inf keeps the jobs), not {value!r}"
+                    f"{name} must be seconds >= 0 (math.inf keeps them), not {value!r}"
                 )
         if not 1 <= self.prune_batch <= 100_000:
             raise ConfigurationError("prune_batch must be 1-100000")

@@ -99,6 +99,8 @@ class Worker:
                 discarded_age=self.settings.discarded_retention,
                 inbox_age=self.settings.inbox_retention,
                 cancelled_age=self.settings.cancelled_retention,
+                saga_age=self.settings.saga_retention,
+                event_age=self.settings.event_retention,
                 batch=self.settings.prune_batch,
             ),
             Expirer(self.driver, self.settings.stage_interval),

@@ -92,5 +92,8 @@ class PostgresEventStore:
                     },
                 )
 
+    def prune(self, age: float, limit: int) -> int:
+        return len(self._d._rows("event_prune", {"age": age, "limit": limit}))
+
     def unsubscribe(self, event: str, task: str) -> bool:
         return bool(self._d._rows("subscription_delete", {"event": event, "task": task}))

@@ -121,6 +121,9 @@ class PostgresSagaStore:
         params = {"status": status, "name": name, "limit": limit, "before_id": before_id}
         return [_saga(r) for r in self._d._rows("saga_list", params)]
 
+    def prune(self, age: float, limit: int) -> int:
+        return len(self._d._rows("saga_prune", {"age": age, "limit": limit}))
+
     def stalled(self, limit: int) -> list[StalledSaga]:
         return [
             StalledSaga(

@@ -96,6 +96,10 @@ class SQLiteEventStore:
                     },
                 )
 
+    def prune(self, age: float, limit: int) -> int:
+        with self._d._write() as db:
+            return len(db.execute(_Q["event_prune"], {"age": age, "limit": limit}).fetchall())
+
     def unsubscribe(self, event: str, task: str) -> bool:
         with self._d._write() as db:
             params = {"event": event, "task": task}

@@ -123,6 +123,10 @@ class SQLiteSagaStore:
         params = {"status": status, "name": name, "limit": limit, "before_id": before_id}
         return [_saga(r) for r in self._d._read("saga_list", params)]
 
+    def prune(self, age: float, limit: int) -> int:
+        with self._d._write() as db:
+            return len(db.execute(_Q["saga_prune"], {"age": age, "limit": limit}).fetchall())
+
     def stalled(self, limit: int) -> list[StalledSaga]:
         return [
             StalledSaga(

@@ -37,3 +37,15 @@ SELECT * FROM rota_subscriptions ORDER BY event, task
 -- name: subscription_delete
 DELETE FROM rota_subscriptions WHERE event = %(event)s AND task = %(task)s
 RETURNING task
+
+-- name: event_prune
+-- Delete up to `limit` events published longer than `age` seconds ago (their deliveries
+-- are jobs of their own; replay and publish-once keys reach back this far).
+DELETE FROM rota_events WHERE id IN (
+    SELECT id FROM rota_events
+    WHERE published_at < now() - make_interval(secs => %(age)s)
+    ORDER BY published_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id

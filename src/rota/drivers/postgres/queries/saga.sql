@@ -74,3 +74,16 @@ WHERE s.status IN ('running', 'compensating')
        OR (s.status = 'running' AND s.deadline_at < now()))
 ORDER BY s.id
 LIMIT %(limit)s
+
+-- name: saga_prune
+-- Delete up to `limit` sagas that finished (completed or compensated) longer than `age`
+-- seconds ago; failed sagas wait for a person and are kept.
+DELETE FROM rota_sagas WHERE id IN (
+    SELECT id FROM rota_sagas
+    WHERE status IN ('completed', 'compensated')
+      AND updated_at < now() - make_interval(secs => %(age)s)
+    ORDER BY updated_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id

@@ -37,3 +37,14 @@ SELECT * FROM rota_subscriptions ORDER BY event, task
 -- name: subscription_delete
 DELETE FROM rota_subscriptions WHERE event = :event AND task = :task
 RETURNING task
+
+-- name: event_prune
+-- Delete up to `limit` events published longer than `age` seconds ago (their deliveries
+-- are jobs of their own; replay and publish-once keys reach back this far).
+DELETE FROM rota_events WHERE id IN (
+    SELECT id FROM rota_events
+    WHERE published_at < (julianday('now') - 2440587.5) * 86400.0 - :age
+    ORDER BY published_at
+    LIMIT :limit
+)
+RETURNING id

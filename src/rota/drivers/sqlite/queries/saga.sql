@@ -76,3 +76,15 @@ WHERE s.status IN ('running', 'compensating')
        OR (s.status = 'running' AND s.deadline_at < (julianday('now') - 2440587.5) * 86400.0))
 ORDER BY s.id
 LIMIT :limit
+
+-- name: saga_prune
+-- Delete up to `limit` sagas that finished (completed or compensated) longer than `age`
+-- seconds ago; failed sagas wait for a person and are kept.
+DELETE FROM rota_sagas WHERE id IN (
+    SELECT id FROM rota_sagas
+    WHERE status IN ('completed', 'compensated')
+      AND updated_at < (julianday('now') - 2440587.5) * 86400.0 - :age
+    ORDER BY updated_at
+    LIMIT :limit
+)
+RETURNING id
