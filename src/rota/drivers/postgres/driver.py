@@ -11,8 +11,6 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
-import psycopg_pool
-from psycopg.rows import dict_row
 
 from rota.drivers import queries
 from rota.drivers.base import (
@@ -38,6 +36,7 @@ from rota.drivers.base import (
 )
 from rota.drivers.postgres.batches import PostgresBatchStore
 from rota.drivers.postgres.copy import PostgresCopyStore
+from rota.drivers.postgres.database import PostgresDatabase
 from rota.drivers.postgres.events import PostgresEventStore
 from rota.drivers.postgres.hardening import (
     PostgresCatalogStore,
@@ -53,13 +52,12 @@ from rota.drivers.postgres.tenants import PostgresTenantStore
 from rota.drivers.postgres.tokens import PostgresTokenStore
 from rota.drivers.postgres.web import PostgresWebStore
 from rota.drivers.postgres.workflows import PostgresWorkflowStore
-from rota.drivers.url import DatabaseURL, SecretFilter
+from rota.drivers.url import DatabaseURL
 from rota.errors import (
     ConfigurationError,
     DatabaseUnavailableError,
     InvalidTransitionError,
     JobNotFoundError,
-    PermissionDeniedError,
     ScheduleError,
     ScheduleNotFoundError,
     SchemaError,
@@ -195,26 +193,8 @@ class PostgresDriver:
 
     def __init__(self, url: DatabaseURL, *, pool_size: int = 4) -> None:
         self.url = url
-        # A URL from a file is read again for every new connection: a rotated password
-        # is used from the next reconnect on (docs/security.md).
-        self._conninfo: str | Callable[[], str] = url.current if url.file else url.raw
-        self._pool = psycopg_pool.ConnectionPool(
-            self._conninfo,
-            min_size=1,
-            max_size=max(1, pool_size),
-            open=False,
-            timeout=10.0,
-            reconnect_timeout=86400.0,  # keep trying: a database that is down comes back
-            # Autocommit: a single statement needs no BEGIN/COMMIT round trips; methods
-            # with several statements open a transaction explicitly (_tx).
-            kwargs={"autocommit": True, "row_factory": dict_row},
-            name="rota",
-        )
-        self._opened = False
-        self._closed = False
-        # psycopg's pool logs connection errors, which can quote the connection string.
-        self._log_filter = SecretFilter(url)
-        logging.getLogger("psycopg.pool").addFilter(self._log_filter)
+        self.database = PostgresDatabase(url, pool_size=pool_size)
+        self._conninfo = self.database.conninfo
         self.tokens = PostgresTokenStore(self)
         self.ops = PostgresOpsStore(self)
         self._limited_queues: set[str] = set()  # claimed through job_fetch_limited last time
@@ -235,34 +215,10 @@ class PostgresDriver:
         self.tenants = PostgresTenantStore(self)
         self.workflows = PostgresWorkflowStore(self)
 
-    # --- connections ------------------------------------------------------------------
+    # --- connections (through the dialect seam) ----------------------------------------
 
-    @contextlib.contextmanager
-    def _conn(self) -> Iterator[psycopg.Connection[Any]]:
-        if self._closed:
-            raise DatabaseUnavailableError("the driver is closed")
-        if not self._opened:
-            self._pool.open(wait=False)
-            self._opened = True
-        try:
-            with self._pool.connection() as conn:
-                yield conn
-        except psycopg_pool.PoolTimeout as exc:
-            raise DatabaseUnavailableError(
-                f"PostgreSQL at {self.url.redacted()} is unreachable: {self.url.scrub(str(exc))}"
-            ) from None
-        except psycopg.errors.InsufficientPrivilege as exc:
-            # A least-privilege role (`rota db roles`) was refused by the database.
-            raise PermissionDeniedError(
-                f"PostgreSQL refused: {exc.diag.message_primary} (the role connected lacks "
-                "this privilege; see `rota db roles` and docs/security.md)"
-            ) from None
-        except psycopg.errors.UndefinedTable as exc:
-            raise SchemaError(
-                f"{exc.diag.message_primary}: the database has no rota schema; run `rota migrate`"
-            ) from None
-        except psycopg.OperationalError as exc:
-            raise DatabaseUnavailableError(f"PostgreSQL error: {self.url.scrub(str(exc))}") from exc
+    def _conn(self) -> contextlib.AbstractContextManager[psycopg.Connection[Any]]:
+        return self.database.connection()
 
     @contextlib.contextmanager
     def _tx(
@@ -270,23 +226,9 @@ class PostgresDriver:
     ) -> Iterator[psycopg.Cursor[dict[str, Any]]]:
         """A cursor in the caller's transaction (`conn`), or on a pooled connection in a
         transaction of its own (in autocommit when the caller runs a `single` statement)."""
-        if conn is not None:
-            if not isinstance(conn, psycopg.Connection):
-                raise ConfigurationError(
-                    f"conn= must be a psycopg.Connection for a PostgreSQL app, "
-                    f"not {type(conn).__name__}"
-                )
-            # The caller's transaction: join it, and let the caller commit or roll back.
-            with conn.cursor(row_factory=dict_row) as cur:
-                yield cur
-            return
-        with self._conn() as own:
-            if single:
-                with own.cursor() as cur:
-                    yield cur
-            else:
-                with own.transaction(), own.cursor() as cur:
-                    yield cur
+        opened = self.database.read(conn) if single else self.database.write(conn)
+        with opened as session:
+            yield session._cursor
 
     def _rows(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run one named statement (in autocommit) and return its rows."""
@@ -295,10 +237,7 @@ class PostgresDriver:
             return cur.fetchall() if cur.description else []
 
     def close(self) -> None:
-        self._closed = True
-        if self._opened:
-            self._pool.close()
-        logging.getLogger("psycopg.pool").removeFilter(self._log_filter)
+        self.database.close()
 
     # --- schema -------------------------------------------------------------------------
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import queue
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -37,6 +36,7 @@ from rota.drivers.base import (
 )
 from rota.drivers.sqlite.batches import SQLiteBatchStore
 from rota.drivers.sqlite.copy import SQLiteCopyStore
+from rota.drivers.sqlite.database import SQLiteDatabase
 from rota.drivers.sqlite.events import SQLiteEventStore
 from rota.drivers.sqlite.hardening import (
     SQLiteCatalogStore,
@@ -55,7 +55,6 @@ from rota.drivers.sqlite.workflows import SQLiteWorkflowStore
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
     ConfigurationError,
-    DatabaseUnavailableError,
     InvalidTransitionError,
     JobNotFoundError,
     ScheduleError,
@@ -124,24 +123,9 @@ class SQLiteDriver:
 
     def __init__(self, url: DatabaseURL) -> None:
         self.url = url
+        self.database = SQLiteDatabase(url)
         self._path = url.path
-        self._synchronous = url.options.get("synchronous", "FULL").upper()
-        if self._synchronous not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
-            raise ConfigurationError(f"bad synchronous={self._synchronous!r} in the SQLite URL")
-        try:
-            self._busy_ms = int(url.options.get("busy_timeout", "30000"))
-        except ValueError:
-            raise ConfigurationError(
-                "busy_timeout in the SQLite URL must be milliseconds"
-            ) from None
-        self._idle: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
-        self._all: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
-        # Writers in one process queue here instead of in SQLite's busy handler, which
-        # sleeps in steps of up to 100 ms: two of our own threads must never wait that way.
-        self._write_lock = threading.Lock()
-        self._writer: int | None = None  # thread holding the write lock
-        self._closed = False
+        self._busy_ms = self.database.busy_ms
         self.tokens = SQLiteTokenStore(self)
         self.ops = SQLiteOpsStore(self)
         # Limited queues whose last claim left jobs waiting (held back by the limit): the
@@ -161,99 +145,21 @@ class SQLiteDriver:
         self.tenants = SQLiteTenantStore(self)
         self.workflows = SQLiteWorkflowStore(self)
 
-    # --- connections ------------------------------------------------------------------
+    # --- connections (through the dialect seam) ----------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
-        try:
-            conn = sqlite3.connect(
-                self._path,
-                isolation_level=None,
-                check_same_thread=False,
-                timeout=self._busy_ms / 1000,
-            )
-        except sqlite3.Error as exc:
-            raise DatabaseUnavailableError(
-                f"cannot open SQLite file {self._path!r}: {exc}"
-            ) from exc
-        conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
-        conn.execute("PRAGMA foreign_keys = ON")  # steps cascade with their job
-        with self._lock:
-            self._all.append(conn)
-        return conn
-
-    @contextlib.contextmanager
-    def _conn(self) -> Iterator[sqlite3.Connection]:
-        if self._closed:
-            raise DatabaseUnavailableError("the driver is closed")
-        try:
-            conn = self._idle.get_nowait()
-        except queue.Empty:
-            conn = self._connect()
-        try:
-            yield conn
-        finally:
-            if conn.in_transaction:  # never hand back a connection mid-transaction
-                conn.rollback()
-            self._idle.put(conn)
+    def _conn(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self.database._pooled()
 
     @contextlib.contextmanager
     def _write(self, conn: Any = None) -> Iterator[sqlite3.Cursor]:
-        """A write transaction: BEGIN IMMEDIATE takes the write lock up front, so two
-        writers queue on busy_timeout instead of failing with SQLITE_BUSY on upgrade."""
-        if conn is not None:
-            if not isinstance(conn, sqlite3.Connection):
-                raise ConfigurationError(
-                    "conn= must be a sqlite3.Connection for a SQLite app, "
-                    f"not {type(conn).__name__}"
-                )
-            # The caller's transaction: join it, and let the caller commit or roll back.
-            cursor = conn.cursor()
-            cursor.row_factory = sqlite3.Row
-            yield cursor
-            return
-        if self._writer == threading.get_ident():
-            # The same thread already holds the write transaction (app.transaction() or
-            # ctx.transaction()); a second connection would wait on it forever.
-            raise ConfigurationError(
-                "this thread is inside a rota transaction on SQLite: pass conn= (the "
-                "transaction's connection) to rota calls made inside it"
-            )
-        with self._write_lock, self._conn() as own:
-            self._writer = threading.get_ident()
-            try:
-                own.execute("BEGIN IMMEDIATE")
-                cursor = own.cursor()
-                yield cursor
-                cursor.close()  # finish any unread RETURNING rows before COMMIT
-                own.execute("COMMIT")
-            except sqlite3.OperationalError as exc:
-                if own.in_transaction:
-                    own.rollback()
-                raise _translate(exc) from exc
-            except BaseException:
-                if own.in_transaction:
-                    own.rollback()
-                raise
-            finally:
-                self._writer = None
+        with self.database.write(conn) as session:
+            yield session._cursor
 
     def _read(self, name: str, params: dict[str, Any] | None = None) -> list[sqlite3.Row]:
-        with self._conn() as conn:
-            try:
-                return list(conn.execute(_Q[name], params or {}))
-            except sqlite3.OperationalError as exc:
-                raise _translate(exc) from exc
+        return self.database.query(name, params)  # type: ignore[return-value]
 
     def close(self) -> None:
-        self._closed = True
-        with self._lock:
-            for conn in self._all:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.close()
-            self._all.clear()
+        self.database.close()
 
     # --- schema -------------------------------------------------------------------------
 
@@ -729,15 +635,6 @@ class _Refused(Exception):
 
 def _states(states: tuple[str, ...] | None) -> str | None:
     return None if states is None else ",".join(states)
-
-
-def _translate(exc: sqlite3.OperationalError) -> Exception:
-    text = str(exc)
-    if "no such table" in text:
-        return SchemaError(f"{text}: the database has no rota schema; run `rota migrate`")
-    if "unable to open" in text or "disk I/O" in text:
-        return DatabaseUnavailableError(text)
-    return exc
 
 
 def _statements(sql: str) -> list[str]:

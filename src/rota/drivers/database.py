@@ -1,0 +1,122 @@
+"""The dialect seam: a typed handle on one database that runs *named* queries (never SQL
+text) on pooled connections, joins a caller's transaction, and encodes and decodes the
+values that differ between dialects (times, JSON, booleans, lists). Every store above it,
+the engine's and each feature's, is written once against this protocol; a dialect brings
+only its SQL files, its migrations and a class that implements it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
+
+from rota.drivers.url import DatabaseURL
+
+ConnT = TypeVar("ConnT")
+ConnT_co = TypeVar("ConnT_co", covariant=True)
+
+# Named parameters of one query: the same names in both dialects' SQL.
+Params = Mapping[str, Any]
+
+
+class Row(Protocol):
+    """One result row: columns by name (a dict on PostgreSQL, sqlite3.Row on SQLite).
+    Values come raw from the dialect: decode them with the database's Codec."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+    def keys(self) -> Any: ...
+
+
+class Session(Protocol[ConnT_co]):
+    """Named queries on one connection: inside a transaction (`Database.write`), or not."""
+
+    @property
+    def connection(self) -> ConnT_co:
+        """The connection itself, for joining a nested store call to this transaction."""
+        ...
+
+    def all(self, name: str, params: Params | None = None) -> list[Row]: ...
+
+    def one(self, name: str, params: Params | None = None) -> Row | None: ...
+
+    def value(self, name: str, params: Params | None = None) -> Any:
+        """The first column of the first row (None when there is no row)."""
+        ...
+
+    def count(self, name: str, params: Params | None = None) -> int:
+        """Run a statement and return how many rows it changed."""
+        ...
+
+
+class Codec(Protocol):
+    """How values cross the seam. PostgreSQL hands back native types; SQLite stores times
+    as Unix seconds, JSON as text, booleans as 0/1 and lists as JSON arrays."""
+
+    def time(self, value: Any) -> datetime | None:
+        """A stored time as an aware UTC datetime (None stays None)."""
+        ...
+
+    def time_param(self, value: datetime | None) -> Any:
+        """An aware datetime as a query parameter."""
+        ...
+
+    def json(self, value: Any) -> Any:
+        """A stored JSON value as Python objects (None stays None)."""
+        ...
+
+    def flag(self, value: Any) -> bool: ...
+
+    def array(self, values: Sequence[Any] | None) -> Any:
+        """A list parameter: a PostgreSQL array, or a JSON array on SQLite."""
+        ...
+
+    def columns(
+        self, name: str, names: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> dict[str, Any]:
+        """Many rows as parameters of one statement. PostgreSQL gets one array per column,
+        named `<name>_<column>` (read with unnest); SQLite gets one JSON array of objects
+        named `<name>` (read with json_each)."""
+        ...
+
+
+class Database(Protocol[ConnT]):
+    """One database of one dialect. Thread-safe; every method blocks."""
+
+    dialect: str
+    url: DatabaseURL
+    codec: Codec
+
+    def query(
+        self, name: str, params: Params | None = None, conn: ConnT | None = None
+    ) -> list[Row]:
+        """A read: no transaction of its own, no write lock (or in the caller's `conn`)."""
+        ...
+
+    def execute(
+        self, name: str, params: Params | None = None, conn: ConnT | None = None
+    ) -> list[Row]:
+        """One write statement as its own transaction (or in the caller's `conn`), with the
+        rows it returns."""
+        ...
+
+    def read(self, conn: ConnT | None = None) -> AbstractContextManager[Session[ConnT]]:
+        """Several reads on one connection (no transaction of its own)."""
+        ...
+
+    def write(self, conn: ConnT | None = None) -> AbstractContextManager[Session[ConnT]]:
+        """One transaction for several statements, committed when the block exits cleanly
+        and rolled back on an error; with `conn`, the caller's transaction instead."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[ConnT]:
+        """A connection in a transaction for the application's own writes (the same
+        transaction as an enqueue passed `conn=`)."""
+        ...
+
+    def connection_of(self, conn: object) -> ConnT:
+        """`conn` as this dialect's connection type, or a ConfigurationError naming it."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,197 @@
+"""PostgreSQL behind the dialect seam: psycopg 3 on a connection pool (autocommit for
+single statements, explicit transactions for several), errors translated to rota's, and a
+codec that passes PostgreSQL's native types through."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+import psycopg_pool
+from psycopg.rows import dict_row
+
+from rota.drivers import queries
+from rota.drivers.database import Params, Row
+from rota.drivers.url import DatabaseURL, SecretFilter
+from rota.errors import (
+    ConfigurationError,
+    DatabaseUnavailableError,
+    PermissionDeniedError,
+    SchemaError,
+)
+
+QUERIES = queries.load("postgres")
+log = logging.getLogger("rota.postgres")
+
+Connection = psycopg.Connection[Any]
+
+
+class PostgresCodec:
+    def time(self, value: Any) -> datetime | None:
+        return value  # type: ignore[no-any-return]
+
+    def time_param(self, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ConfigurationError("pass a timezone-aware datetime (e.g. datetime.now(UTC))")
+        return value
+
+    def json(self, value: Any) -> Any:
+        return value
+
+    def flag(self, value: Any) -> bool:
+        return bool(value)
+
+    def array(self, values: Sequence[Any] | None) -> list[Any] | None:
+        return None if values is None else list(values)
+
+    def columns(
+        self, name: str, names: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> dict[str, Any]:
+        return {f"{name}_{col}": [row[i] for row in rows] for i, col in enumerate(names)}
+
+
+class PostgresSession:
+    __slots__ = ("_cursor",)
+
+    def __init__(self, cursor: psycopg.Cursor[Any]) -> None:
+        self._cursor = cursor
+
+    @property
+    def connection(self) -> Connection:
+        return self._cursor.connection
+
+    def all(self, name: str, params: Params | None = None) -> list[Row]:
+        cur = self._cursor
+        cur.execute(QUERIES[name], params or {})
+        return cur.fetchall() if cur.description else []
+
+    def one(self, name: str, params: Params | None = None) -> Row | None:
+        rows = self.all(name, params)
+        return rows[0] if rows else None
+
+    def value(self, name: str, params: Params | None = None) -> Any:
+        row = self.one(name, params)
+        return None if row is None else next(iter(row.values()), None)  # type: ignore[attr-defined]
+
+    def count(self, name: str, params: Params | None = None) -> int:
+        self._cursor.execute(QUERIES[name], params or {})
+        return self._cursor.rowcount
+
+
+class PostgresDatabase:
+    dialect = "postgres"
+
+    def __init__(self, url: DatabaseURL, *, pool_size: int = 4) -> None:
+        self.url = url
+        self.codec = PostgresCodec()
+        # A URL from a file is read again for every new connection: a rotated password
+        # is used from the next reconnect on (docs/security.md).
+        self.conninfo: str | Callable[[], str] = url.current if url.file else url.raw
+        self._pool = psycopg_pool.ConnectionPool(
+            self.conninfo,
+            min_size=1,
+            max_size=max(1, pool_size),
+            open=False,
+            timeout=10.0,
+            reconnect_timeout=86400.0,  # keep trying: a database that is down comes back
+            # Autocommit: a single statement needs no BEGIN/COMMIT round trips; several
+            # statements open a transaction explicitly (write()).
+            kwargs={"autocommit": True, "row_factory": dict_row},
+            name="rota",
+        )
+        self._opened = False
+        self._closed = False
+        # psycopg's pool logs connection errors, which can quote the connection string.
+        self._log_filter = SecretFilter(url)
+        logging.getLogger("psycopg.pool").addFilter(self._log_filter)
+
+    # --- connections ------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[Connection]:
+        """A pooled connection (autocommit), with psycopg's errors made rota's."""
+        if self._closed:
+            raise DatabaseUnavailableError("the database is closed")
+        if not self._opened:
+            self._pool.open(wait=False)
+            self._opened = True
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except psycopg_pool.PoolTimeout as exc:
+            raise DatabaseUnavailableError(
+                f"PostgreSQL at {self.url.redacted()} is unreachable: {self.url.scrub(str(exc))}"
+            ) from None
+        except psycopg.errors.InsufficientPrivilege as exc:
+            # A least-privilege role (`rota db roles`) was refused by the database.
+            raise PermissionDeniedError(
+                f"PostgreSQL refused: {exc.diag.message_primary} (the role connected lacks "
+                "this privilege; see `rota db roles` and docs/security.md)"
+            ) from None
+        except psycopg.errors.UndefinedTable as exc:
+            raise SchemaError(
+                f"{exc.diag.message_primary}: the database has no rota schema; run `rota migrate`"
+            ) from None
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailableError(f"PostgreSQL error: {self.url.scrub(str(exc))}") from exc
+
+    def connection_of(self, conn: object) -> Connection:
+        if not isinstance(conn, psycopg.Connection):
+            raise ConfigurationError(
+                f"conn= must be a psycopg.Connection for a PostgreSQL app, "
+                f"not {type(conn).__name__}"
+            )
+        return conn
+
+    # --- the seam -----------------------------------------------------------------------
+
+    def query(
+        self, name: str, params: Params | None = None, conn: Connection | None = None
+    ) -> list[Row]:
+        with self.read(conn) as session:
+            return session.all(name, params)
+
+    def execute(
+        self, name: str, params: Params | None = None, conn: Connection | None = None
+    ) -> list[Row]:
+        # One statement is atomic in autocommit: no BEGIN/COMMIT round trips.
+        with self.read(conn) as session:
+            return session.all(name, params)
+
+    @contextlib.contextmanager
+    def read(self, conn: Connection | None = None) -> Iterator[PostgresSession]:
+        if conn is not None:
+            with self.connection_of(conn).cursor(row_factory=dict_row) as cur:
+                yield PostgresSession(cur)
+            return
+        with self.connection() as own, own.cursor() as cur:
+            yield PostgresSession(cur)
+
+    @contextlib.contextmanager
+    def write(self, conn: Connection | None = None) -> Iterator[PostgresSession]:
+        if conn is not None:
+            # The caller's transaction: join it, and let the caller commit or roll back.
+            with self.connection_of(conn).cursor(row_factory=dict_row) as cur:
+                yield PostgresSession(cur)
+            return
+        with self.connection() as own, own.transaction(), own.cursor() as cur:
+            yield PostgresSession(cur)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A pooled connection in a transaction, committed when the block exits cleanly."""
+        with self.connection() as conn, conn.transaction():
+            yield conn
+
+    def close(self) -> None:
+        self._closed = True
+        if self._opened:
+            self._pool.close()
+        logging.getLogger("psycopg.pool").removeFilter(self._log_filter)
+
+
+__all__ = ["QUERIES", "Connection", "PostgresCodec", "PostgresDatabase", "PostgresSession"]

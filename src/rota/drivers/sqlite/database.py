@@ -1,0 +1,235 @@
+"""SQLite behind the dialect seam: one file shared by every process on a host, WAL mode,
+`BEGIN IMMEDIATE` for writes (queued on a lock within the process), and the codec for
+times as Unix seconds, JSON as text and booleans as integers."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import queue
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from rota.drivers import queries
+from rota.drivers.database import Params, Row
+from rota.drivers.url import DatabaseURL
+from rota.errors import ConfigurationError, DatabaseUnavailableError, SchemaError
+
+QUERIES = queries.load("sqlite")
+
+
+class SQLiteCodec:
+    def time(self, value: Any) -> datetime | None:
+        return None if value is None else datetime.fromtimestamp(value, UTC)
+
+    def time_param(self, value: datetime | None) -> float | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ConfigurationError("pass a timezone-aware datetime (e.g. datetime.now(UTC))")
+        return value.timestamp()
+
+    def json(self, value: Any) -> Any:
+        return json.loads(value) if isinstance(value, str | bytes) else value
+
+    def flag(self, value: Any) -> bool:
+        return bool(value)
+
+    def array(self, values: Sequence[Any] | None) -> str | None:
+        return None if values is None else json.dumps(list(values))
+
+    def columns(
+        self, name: str, names: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> dict[str, Any]:
+        return {name: json.dumps([dict(zip(names, row, strict=True)) for row in rows])}
+
+
+class SQLiteSession:
+    __slots__ = ("_cursor",)
+
+    def __init__(self, cursor: sqlite3.Cursor) -> None:
+        self._cursor = cursor
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        return self._cursor.connection
+
+    def all(self, name: str, params: Params | None = None) -> list[Row]:
+        return self._cursor.execute(QUERIES[name], params or {}).fetchall()
+
+    def one(self, name: str, params: Params | None = None) -> Row | None:
+        rows = self.all(name, params)
+        return rows[0] if rows else None
+
+    def value(self, name: str, params: Params | None = None) -> Any:
+        rows = self._cursor.execute(QUERIES[name], params or {}).fetchall()
+        return rows[0][0] if rows else None
+
+    def count(self, name: str, params: Params | None = None) -> int:
+        return self._cursor.execute(QUERIES[name], params or {}).rowcount
+
+
+class SQLiteDatabase:
+    dialect = "sqlite"
+
+    def __init__(self, url: DatabaseURL) -> None:
+        self.url = url
+        self.path = url.path
+        self.codec = SQLiteCodec()
+        self.synchronous = url.options.get("synchronous", "FULL").upper()
+        if self.synchronous not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+            raise ConfigurationError(f"bad synchronous={self.synchronous!r} in the SQLite URL")
+        try:
+            self.busy_ms = int(url.options.get("busy_timeout", "30000"))
+        except ValueError:
+            raise ConfigurationError(
+                "busy_timeout in the SQLite URL must be milliseconds"
+            ) from None
+        self._idle: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        # Writers in one process queue here instead of in SQLite's busy handler, which
+        # sleeps in steps of up to 100 ms: two of our own threads must never wait that way.
+        self._write_lock = threading.Lock()
+        self._writer: int | None = None  # thread holding the write lock
+        self._closed = False
+
+    # --- connections ------------------------------------------------------------------
+
+    def connect(self) -> sqlite3.Connection:
+        """A new connection with rota's settings (WAL, synchronous, busy timeout)."""
+        try:
+            conn = sqlite3.connect(
+                self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=self.busy_ms / 1000,
+            )
+        except sqlite3.Error as exc:
+            raise DatabaseUnavailableError(f"cannot open SQLite file {self.path!r}: {exc}") from exc
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {self.busy_ms}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+        conn.execute("PRAGMA foreign_keys = ON")  # steps cascade with their job
+        return conn
+
+    @contextlib.contextmanager
+    def _pooled(self) -> Iterator[sqlite3.Connection]:
+        if self._closed:
+            raise DatabaseUnavailableError("the database is closed")
+        try:
+            conn = self._idle.get_nowait()
+        except queue.Empty:
+            conn = self.connect()
+            with self._lock:
+                self._all.append(conn)
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:  # never hand back a connection mid-transaction
+                conn.rollback()
+            self._idle.put(conn)
+
+    def connection_of(self, conn: object) -> sqlite3.Connection:
+        if not isinstance(conn, sqlite3.Connection):
+            raise ConfigurationError(
+                f"conn= must be a sqlite3.Connection for a SQLite app, not {type(conn).__name__}"
+            )
+        return conn
+
+    # --- the seam -----------------------------------------------------------------------
+
+    def query(
+        self, name: str, params: Params | None = None, conn: sqlite3.Connection | None = None
+    ) -> list[Row]:
+        with self.read(conn) as session:
+            return session.all(name, params)
+
+    def execute(
+        self, name: str, params: Params | None = None, conn: sqlite3.Connection | None = None
+    ) -> list[Row]:
+        with self.write(conn) as session:
+            return session.all(name, params)
+
+    @contextlib.contextmanager
+    def read(self, conn: sqlite3.Connection | None = None) -> Iterator[SQLiteSession]:
+        if conn is not None:
+            yield self._joined(conn)
+            return
+        with self._pooled() as own:
+            try:
+                yield SQLiteSession(own.cursor())
+            except sqlite3.OperationalError as exc:
+                raise translate(exc) from exc
+
+    @contextlib.contextmanager
+    def write(self, conn: sqlite3.Connection | None = None) -> Iterator[SQLiteSession]:
+        """BEGIN IMMEDIATE takes the write lock up front, so two writers queue on
+        busy_timeout instead of failing with SQLITE_BUSY when a read upgrades."""
+        if conn is not None:
+            yield self._joined(conn)
+            return
+        if self._writer == threading.get_ident():
+            # The same thread already holds the write transaction (app.transaction() or
+            # ctx.transaction()); a second connection would wait on it forever.
+            raise ConfigurationError(
+                "this thread is inside a rota transaction on SQLite: pass conn= (the "
+                "transaction's connection) to rota calls made inside it"
+            )
+        with self._write_lock, self._pooled() as own:
+            self._writer = threading.get_ident()
+            try:
+                own.execute("BEGIN IMMEDIATE")
+                cursor = own.cursor()
+                yield SQLiteSession(cursor)
+                cursor.close()  # finish any unread RETURNING rows before COMMIT
+                own.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                if own.in_transaction:
+                    own.rollback()
+                raise translate(exc) from exc
+            except BaseException:
+                if own.in_transaction:
+                    own.rollback()
+                raise
+            finally:
+                self._writer = None
+
+    def _joined(self, conn: sqlite3.Connection) -> SQLiteSession:
+        # The caller's transaction: join it, and let the caller commit or roll back.
+        cursor = self.connection_of(conn).cursor()
+        cursor.row_factory = sqlite3.Row
+        return SQLiteSession(cursor)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A connection in a write transaction, committed when the block exits cleanly.
+
+        It holds the database's write lock for the whole block: keep the block short."""
+        with self.write() as session:
+            yield session.connection
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            for conn in self._all:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+            self._all.clear()
+
+
+def translate(exc: sqlite3.OperationalError) -> Exception:
+    """rota's error for what SQLite said, when it means something to the user."""
+    text = str(exc)
+    if "no such table" in text:
+        return SchemaError(f"{text}: the database has no rota schema; run `rota migrate`")
+    if "unable to open" in text or "disk I/O" in text:
+        return DatabaseUnavailableError(text)
+    return exc
+
+
+__all__ = ["QUERIES", "SQLiteCodec", "SQLiteDatabase", "SQLiteSession", "translate"]
