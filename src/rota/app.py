@@ -34,15 +34,15 @@ from rota.errors import (
     UnknownTaskError,
 )
 from rota.job import Job, JobState
-from rota.observe.metrics import ProcessMetrics
-from rota.observe.tracing import traced_insert
+from rota.labels import check_labels, check_queue_name
 from rota.payload import DEFAULT_MAX_PAYLOAD_BYTES
 from rota.retry import Backoff
-from rota.routing.labels import check_labels
 from rota.schedules.schedule import Schedule, spec_of
 from rota.schedules.spec import ConcurrencyPolicy, ScheduleSpec, check_run_name, parse_choice
 from rota.schedules.ticks import DstPolicy
-from rota.task import Task, TaskPolicy, check_queue_name
+from rota.task import Task, TaskPolicy
+from rota.telemetry.metrics import ProcessMetrics
+from rota.telemetry.tracing import traced_insert
 
 if TYPE_CHECKING:
     from rota.drivers.base import EventRecord

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -14,9 +13,9 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 from rota.drivers.base import JobInsert
 from rota.errors import ArgumentsError, TaskDefinitionError
 from rota.job import Job, JobState
+from rota.labels import check_labels, check_queue_name
 from rota.payload import ArgsModel, encode
 from rota.retry import Backoff
-from rota.routing.labels import check_labels
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -82,17 +81,6 @@ class TaskPolicy:
         for exc_type in self.permanent:
             if not (isinstance(exc_type, type) and issubclass(exc_type, BaseException)):
                 raise TaskDefinitionError(f"permanent= takes exception classes, not {exc_type!r}")
-
-
-_QUEUE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}")
-
-
-def check_queue_name(name: object, error: type[Exception]) -> None:
-    if not isinstance(name, str) or not _QUEUE_NAME.fullmatch(name):
-        raise error(
-            f"bad queue name {name!r}: use 1-128 letters, digits and _ . : / - "
-            "(starting with a letter or digit)"
-        )
 
 
 def check_priority(priority: object, error: type[Exception]) -> None:

@@ -23,7 +23,7 @@ from opentelemetry.trace import SpanKind
 from prometheus_client.parser import text_string_to_metric_families
 
 import rota
-from rota.observe import tracing
+from rota.telemetry import tracing
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e

@@ -133,8 +133,8 @@ def test_tenant_in_cluster_metrics_and_in_spans(app: rota.App) -> None:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from rota.observe import tracing
     from rota.observe.cluster import ClusterCollector
+    from rota.telemetry import tracing
 
     done: list[int] = []
 

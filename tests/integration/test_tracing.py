@@ -20,8 +20,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 import rota
-from rota.observe import tracing
-from rota.observe.logging import JsonFormatter
+from rota.telemetry import tracing
+from rota.telemetry.logging import JsonFormatter
 from tests.helpers import fast_settings, run_worker_until
 
 
@@ -192,7 +192,7 @@ def test_without_a_tracer_provider_nothing_is_traced(app: rota.App) -> None:
 def test_logs_take_the_trace_id_from_meta_where_no_spans_are_recorded() -> None:
     from datetime import UTC, datetime
 
-    from rota.observe.logging import current_job, job_fields
+    from rota.telemetry.logging import current_job, job_fields
 
     now = datetime.now(UTC)
     job = rota.Job(

@@ -19,8 +19,8 @@ import rota
 from rota.cli.main import cli
 from rota.maintenance.holds import QueueHoldService
 from rota.observe.cluster import cluster_registry
-from rota.observe.logging import JsonFormatter
 from rota.observe.prometheus import render_text
+from rota.telemetry.logging import JsonFormatter
 from tests.helpers import fast_settings, run_worker_until, wait_for
 
 Invoke = Callable[..., Result]

@@ -12,9 +12,9 @@ import pytest
 from rota.drivers.base import Completion, ScheduleRecord
 from rota.errors import Discard, Snooze
 from rota.job import Job, JobState
-from rota.observe import metrics as m
-from rota.observe.attempts import outcome_of
 from rota.observe.cluster import schedule_lag
+from rota.telemetry import metrics as m
+from rota.telemetry.attempts import outcome_of
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

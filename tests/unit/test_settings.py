@@ -6,7 +6,7 @@ import pytest
 
 import rota
 from rota.errors import ConfigurationError
-from rota.worker.settings import parse_queues
+from rota.settings import parse_queues
 
 
 def test_parse_queues() -> None:

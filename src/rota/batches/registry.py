@@ -22,7 +22,8 @@ from rota.batches.store import BatchFilter, BatchInsert, BatchRecord
 from rota.drivers.base import JobInsert
 from rota.errors import ArgumentsError, BatchError, BatchNotFoundError, RotaError
 from rota.job import Job
-from rota.task import Task, check_priority, check_queue_name
+from rota.labels import check_queue_name
+from rota.task import Task, check_priority
 
 if TYPE_CHECKING:
     from rota.app import App

@@ -3,7 +3,6 @@ schedules stored in the database; times are shown in each schedule's own zone.""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,95 +21,9 @@ from rota.cli.common import (
 )
 from rota.drivers.base import ScheduleRecord, ScheduleRun
 from rota.errors import RotaError, ScheduleError
-from rota.job import MASKED_ARGS, SEALED_MARK
-from rota.schedules.schedule import spec_of
 from rota.schedules.spec import ScheduleSpec, load_zone, normalize_expression
 from rota.schedules.ticks import DstPolicy, Ticks
-
-
-def _local(value: datetime | None, spec: ScheduleSpec | None) -> str:
-    if value is None:
-        return "-"
-    if spec is None:
-        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    here = value.astimezone(spec.zone)
-    return f"{here:%Y-%m-%d %H:%M:%S} {here:%Z}"
-
-
-def _iso(value: datetime | None, spec: ScheduleSpec | None) -> str | None:
-    if value is None:
-        return None
-    return value.astimezone(spec.zone if spec is not None else UTC).isoformat()
-
-
-def _spec(record: ScheduleRecord) -> ScheduleSpec | ScheduleError:
-    try:
-        return spec_of(record)
-    except ScheduleError as exc:
-        return exc
-
-
-def _next_runs(spec: ScheduleSpec, now: datetime, count: int) -> list[datetime]:
-    found: list[datetime] = []
-    for tick in spec.ticks.iter_after(now):
-        found.append(tick)
-        if len(found) >= count:
-            break
-    return found
-
-
-def _shown_args(args_json: str) -> Any:
-    """The template's arguments; sealed ones (an encrypted task's) are never shown."""
-    args = json.loads(args_json)
-    return MASKED_ARGS if isinstance(args, dict) and SEALED_MARK in args else args
-
-
-def _record_json(record: ScheduleRecord, now: datetime, count: int = 1) -> dict[str, Any]:
-    spec = _spec(record)
-    valid = spec if isinstance(spec, ScheduleSpec) else None
-    upcoming = [] if valid is None or record.suspended else _next_runs(valid, now, count)
-    return {
-        "name": record.name,
-        "task": record.task,
-        "queue": record.queue,
-        "args": _shown_args(record.args_json),
-        "schedule": record.expression,
-        "timezone": record.timezone,
-        "dst": record.dst,
-        "concurrency": record.concurrency,
-        "starting_deadline": record.starting_deadline,
-        "successful_history_limit": record.successful_history_limit,
-        "failed_history_limit": record.failed_history_limit,
-        "strict_missed_limit": record.strict_missed_limit,
-        "suspended": record.suspended,
-        "active": record.active,
-        "next_runs": [_iso(t, valid) for t in upcoming],
-        "next_runs_utc": [t.astimezone(UTC).isoformat() for t in upcoming],
-        "last_schedule_time": _iso(record.last_schedule_time, valid),
-        "last_successful_time": _iso(record.last_successful_time, valid),
-        "last_missed_time": _iso(record.last_missed_time, valid),
-        "last_event": record.last_event,
-        "last_event_at": _iso(record.last_event_at, valid),
-        "created_at": _iso(record.created_at, valid),
-        "invalid": None if valid is not None else str(spec),
-    }
-
-
-def _run_json(run: ScheduleRun) -> dict[str, Any]:
-    return {
-        "id": run.id,
-        "name": run.name,
-        "schedule": run.schedule,
-        "trigger": run.trigger,
-        "scheduled_at": run.scheduled_local,
-        "scheduled_at_utc": run.scheduled_at.astimezone(UTC).isoformat(),
-        "job_id": run.job_id,
-        "state": None if run.job_state is None else str(run.job_state),
-        "scheduler": run.scheduler,
-        "created_at": run.created_at.astimezone(UTC).isoformat(),
-        "attempted_at": None if run.attempted_at is None else run.attempted_at.isoformat(),
-        "finished_at": None if run.finished_at is None else run.finished_at.isoformat(),
-    }
+from rota.schedules.view import local_time, next_runs, run_json, schedule_json, spec_or_error
 
 
 def _with_app(app_path: str | None, database_url: str | None, action: Any) -> Any:
@@ -137,24 +50,26 @@ def ls(app_path: str | None, database_url: str | None, as_json: bool) -> None:
 
     records, now = _with_app(app_path, database_url, read)
     if as_json:
-        print_json([_record_json(r, now) for r in records])
+        print_json([schedule_json(r, now) for r in records])
         return
     table = Table("name", "schedule", "zone", "next run", "last scheduled", "active", "policy")
     for record in records:
-        spec = _spec(record)
+        spec = spec_or_error(record)
         if isinstance(spec, ScheduleError):
             upcoming = f"[red]invalid[/red]: {spec}"
             valid = None
         else:
             valid = spec
-            ticks = _next_runs(spec, now, 1)
-            upcoming = "suspended" if record.suspended else _local(next(iter(ticks), None), spec)
+            ticks = next_runs(spec, now, 1)
+            upcoming = (
+                "suspended" if record.suspended else local_time(next(iter(ticks), None), spec)
+            )
         table.add_row(
             record.name,
             record.expression,
             record.timezone,
             upcoming,
-            _local(record.last_schedule_time, valid),
+            local_time(record.last_schedule_time, valid),
             str(record.active),
             record.concurrency,
         )
@@ -176,11 +91,11 @@ def show(
         return record, app.driver.db_now(), app.schedule_history(name, limit=10)
 
     record, now, runs = _with_app(app_path, database_url, read)
-    data = _record_json(record, now, count)
+    data = schedule_json(record, now, count)
     if as_json:
-        print_json({**data, "runs": [_run_json(r) for r in runs]})
+        print_json({**data, "runs": [run_json(r) for r in runs]})
         return
-    spec = _spec(record)
+    spec = spec_or_error(record)
     valid = spec if isinstance(spec, ScheduleSpec) else None
     console.print(
         f"[bold]{record.name}[/bold]  {record.expression!r} in {record.timezone}  "
@@ -199,17 +114,17 @@ def show(
     if valid is None:
         console.print(f"[red]invalid here:[/red] {spec}", highlight=False)
     elif not record.suspended:
-        for tick in _next_runs(valid, now, count):
-            console.print(f"  next  {_local(tick, valid)}", highlight=False)
+        for tick in next_runs(valid, now, count):
+            console.print(f"  next  {local_time(tick, valid)}", highlight=False)
     console.print(
-        f"last scheduled {_local(record.last_schedule_time, valid)}  "
-        f"last successful {_local(record.last_successful_time, valid)}  "
+        f"last scheduled {local_time(record.last_schedule_time, valid)}  "
+        f"last successful {local_time(record.last_successful_time, valid)}  "
         f"active {record.active}",
         highlight=False,
     )
     if record.last_event:
         console.print(
-            f"last event ({_local(record.last_event_at, valid)}): {record.last_event}",
+            f"last event ({local_time(record.last_event_at, valid)}): {record.last_event}",
             highlight=False,
         )
     _print_runs(runs)
@@ -247,7 +162,7 @@ def history(
         app_path, database_url, lambda app: app.schedule_history(name, limit=limit)
     )
     if as_json:
-        print_json([_run_json(r) for r in runs])
+        print_json([run_json(r) for r in runs])
         return
     _print_runs(runs)
 
@@ -269,7 +184,7 @@ def trigger(
         app_path, database_url, lambda app: app.trigger_schedule(name, name=run_name)
     )
     if as_json:
-        print_json(_run_json(run))
+        print_json(run_json(run))
     else:
         click.echo(f"run {run.name} created: job {run.job_id} ({run.job_state})")
 

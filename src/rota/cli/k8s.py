@@ -16,8 +16,8 @@ from rota.drivers.base import BacklogReport
 from rota.errors import ConfigurationError, RotaError
 from rota.k8s.output import to_yaml, write_folder
 from rota.k8s.settings import RenderSettings, Scaler, Signal, WorkerGroup
-from rota.observe.logging import configure
-from rota.worker.settings import parse_queues
+from rota.settings import parse_queues
+from rota.telemetry.logging import configure
 
 T = TypeVar("T")
 

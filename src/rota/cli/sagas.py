@@ -13,6 +13,7 @@ from rich.table import Table
 from rota.app import App
 from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
 from rota.drivers.base import SagaRecord, SagaStatus
+from rota.sagas.view import saga_json
 
 _COLOURS = {
     SagaStatus.RUNNING: "cyan",
@@ -25,27 +26,6 @@ _COLOURS = {
 
 def _time(value: datetime | None) -> str:
     return "-" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _iso(value: Any) -> Any:
-    return value.astimezone(UTC).isoformat() if isinstance(value, datetime) else value
-
-
-def saga_json(saga: SagaRecord) -> dict[str, Any]:
-    return {
-        "key": saga.key,
-        "saga": saga.name,
-        "status": str(saga.status),
-        "step": saga.step,
-        "job_id": saga.job_id,
-        "data": saga.data,
-        "error": saga.error,
-        "steps": [s["name"] for s in saga.plan],
-        "deadline_at": _iso(saga.deadline_at),
-        "created_at": _iso(saga.created_at),
-        "updated_at": _iso(saga.updated_at),
-        "history": [{k: _iso(v) for k, v in entry.items()} for entry in saga.history],
-    }
 
 
 def _with_app(app_path: str | None, database_url: str | None, action: Any) -> Any:

@@ -12,7 +12,7 @@ from rota.drivers.base import BacklogReport, DurationReport
 from rota.errors import ConfigurationError
 from rota.k8s.scaling import ScaleHint, ScaleHintSettings, scale_hint
 from rota.k8s.settings import Signal
-from rota.task import check_queue_name
+from rota.labels import check_queue_name
 
 
 def _text(hint: ScaleHint, settings: ScaleHintSettings, window: float) -> str:

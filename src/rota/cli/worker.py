@@ -11,10 +11,10 @@ import click
 
 from rota.cli.common import app_options, database_url_file, fail, load_app
 from rota.errors import ConfigurationError, SchemaError
-from rota.observe.logging import configure
 from rota.ops.retention import parse_retention
+from rota.settings import parse_queues
+from rota.telemetry.logging import configure
 from rota.worker import Worker, WorkerSettings
-from rota.worker.settings import parse_queues
 from rota.worker.supervisor import EXIT_SCHEMA, supervise
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from rota.drivers import queries
 from rota.errors import ConfigurationError
-from rota.task import check_queue_name
+from rota.labels import check_queue_name
 
 # A DNS-1123 label: what Kubernetes accepts as a name, namespace or label value.
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")

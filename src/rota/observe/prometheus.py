@@ -16,7 +16,7 @@ from prometheus_client.core import (
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from rota.observe.metrics import HistogramSnapshot, ProcessMetrics
+from rota.telemetry.metrics import HistogramSnapshot, ProcessMetrics
 
 if TYPE_CHECKING:
     from rota.worker.worker import Worker

@@ -8,6 +8,7 @@ import enum
 from typing import TYPE_CHECKING
 
 from rota.errors import ArgumentsError
+from rota.labels import check_queue_name
 from rota.ops.holds import WindowsAndBreakers
 from rota.ops.model import (
     PoisonedKey,
@@ -16,7 +17,6 @@ from rota.ops.model import (
     check_global_limit,
     check_rate,
 )
-from rota.task import check_queue_name
 
 if TYPE_CHECKING:
     from rota.app import App

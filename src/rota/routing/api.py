@@ -7,8 +7,8 @@ import builtins
 from typing import TYPE_CHECKING
 
 from rota.errors import ArgumentsError
+from rota.labels import check_queue_name
 from rota.routing.model import Unroutable, WorkerAdvert
-from rota.task import check_queue_name
 
 if TYPE_CHECKING:
     from rota.app import App

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
 from rota.errors import TaskDefinitionError
+from rota.labels import check_queue_name
 from rota.retry import Backoff
-from rota.task import _takes_context, check_max_attempts, check_priority, check_queue_name
+from rota.task import _takes_context, check_max_attempts, check_priority
 
 if TYPE_CHECKING:
     from rota.app import App

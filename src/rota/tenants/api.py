@@ -7,7 +7,7 @@ import builtins
 from typing import TYPE_CHECKING
 
 from rota.errors import ArgumentsError
-from rota.task import check_queue_name
+from rota.labels import check_queue_name
 from rota.tenants.model import TenantRecord
 
 if TYPE_CHECKING:

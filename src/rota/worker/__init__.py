@@ -1,6 +1,6 @@
 """The worker: fetch -> execute -> complete, with heartbeats and graceful shutdown."""
 
-from rota.worker.settings import WorkerSettings
+from rota.settings import WorkerSettings
 from rota.worker.worker import Worker
 
 __all__ = ["Worker", "WorkerSettings"]

@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 from rota.drivers.base import BacklogReport
 from rota.errors import ConfigurationError, RotaError
-from rota.task import check_queue_name
+from rota.labels import check_queue_name
 
 if TYPE_CHECKING:
     from rota.worker.worker import Worker

@@ -20,7 +20,7 @@ from rota.context import Context
 from rota.drivers.base import Completion
 from rota.errors import JobNotFoundError
 from rota.job import Job, JobState
-from rota.observe.attempts import AttemptObserver
+from rota.telemetry.attempts import AttemptObserver
 from rota.worker.executor import Executor
 from rota.worker.heartbeat import Heartbeater
 

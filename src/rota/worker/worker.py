@@ -29,15 +29,15 @@ from rota.maintenance.rescuer import Rescuer
 from rota.maintenance.service import PeriodicService
 from rota.maintenance.stager import Stager
 from rota.maintenance.workflows import WorkflowController
-from rota.observe.attempts import AttemptObserver
 from rota.sagas.service import SagaSupervisor
+from rota.settings import WorkerSettings
+from rota.telemetry.attempts import AttemptObserver
 from rota.worker.advertiser import Advertiser
 from rota.worker.completer import Completer
 from rota.worker.executor import Executor
 from rota.worker.fetcher import Fetcher
 from rota.worker.heartbeat import Heartbeater
 from rota.worker.progress import ProgressWriter
-from rota.worker.settings import WorkerSettings
 
 if TYPE_CHECKING:
     from rota.observe.server import MetricsServer

@@ -9,8 +9,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rota.errors import ArgumentsError, PayloadError, WorkflowError
+from rota.labels import check_queue_name
 from rota.payload import encode
-from rota.task import Task, check_max_attempts, check_priority, check_queue_name
+from rota.task import Task, check_max_attempts, check_priority
 from rota.workflows.dag import topological_order
 from rota.workflows.spec import FailurePolicy, StepSpec, WorkflowSpec
 

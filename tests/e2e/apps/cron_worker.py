@@ -12,7 +12,7 @@ from cron_clock import accelerated
 
 import rota
 from rota.maintenance.cron import CronService
-from rota.observe.logging import configure
+from rota.telemetry.logging import configure
 
 SCHEDULES = int(os.environ.get("CRON_SCHEDULES", "40"))
 DEADLINE = float(os.environ.get("CRON_DEADLINE", "120"))

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rota.auth import Permission
+from rota.drivers.base import SagaRecord
+from rota.sagas.view import saga_json
 from rota.web.api import Api, Call
 from rota.web.models import AbortBody, FeatureQuery, KeyPath, SagaOut
 
-if TYPE_CHECKING:
-    from rota.drivers.base import SagaRecord
-
 
 def _json(saga: SagaRecord) -> SagaOut:
-    from rota.cli.sagas import saga_json  # one JSON shape for `rota sagas --json` and the API
-
     return SagaOut.model_validate(saga_json(saga))
 
 

@@ -3,9 +3,8 @@ suspend and resume."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from rota.auth import Permission
+from rota.schedules.view import run_json, schedule_json
 from rota.web.api import Api, Call
 from rota.web.models import (
     HistoryQuery,
@@ -15,13 +14,6 @@ from rota.web.models import (
     ScheduleRunOut,
     TriggerBody,
 )
-
-
-def _views() -> Any:
-    # The CLI's JSON views of a schedule and a run: one shape for `--json` and the API.
-    from rota.cli import cron
-
-    return cron
 
 
 def register(api: Api) -> None:
@@ -38,11 +30,9 @@ def register(api: Api) -> None:
     )
     def list_schedules(call: Call) -> list[ScheduleOut]:
         """Every stored schedule with its next run (in its own zone and UTC) and last runs."""
-        views = _views()
         now = call.app.driver.db_now()
         return [
-            ScheduleOut.model_validate(views._record_json(r, now))
-            for r in call.app.list_schedules()
+            ScheduleOut.model_validate(schedule_json(r, now)) for r in call.app.list_schedules()
         ]
 
     @api.route(
@@ -58,14 +48,13 @@ def register(api: Api) -> None:
     )
     def get_schedule(call: Call) -> ScheduleDetailOut:
         """One schedule, its next five runs and its recent runs with their jobs' states."""
-        views = _views()
         record = call.app.get_schedule(call.path.name)
         now = call.app.driver.db_now()
         runs = call.app.schedule_history(record.name, limit=call.query.limit)
         return ScheduleDetailOut.model_validate(
             {
-                **views._record_json(record, now, 5),
-                "history": [views._run_json(r) for r in runs],
+                **schedule_json(record, now, 5),
+                "history": [run_json(r) for r in runs],
             }
         )
 
@@ -84,7 +73,7 @@ def register(api: Api) -> None:
     def trigger_schedule(call: Call) -> ScheduleRunOut:
         """Run the schedule now, outside its timetable (like `kubectl create job --from`)."""
         run = call.app.trigger_schedule(call.path.name, name=call.body.name)
-        return ScheduleRunOut.model_validate(_views()._run_json(run))
+        return ScheduleRunOut.model_validate(run_json(run))
 
     @api.route(
         "POST",
@@ -99,7 +88,7 @@ def register(api: Api) -> None:
     def suspend_schedule(call: Call) -> ScheduleOut:
         """No new runs; running ones continue."""
         record = call.app.suspend_schedule(call.path.name)
-        return ScheduleOut.model_validate(_views()._record_json(record, call.app.driver.db_now()))
+        return ScheduleOut.model_validate(schedule_json(record, call.app.driver.db_now()))
 
     @api.route(
         "POST",
@@ -114,4 +103,4 @@ def register(api: Api) -> None:
     def resume_schedule(call: Call) -> ScheduleOut:
         """Runs again; the latest tick missed meanwhile starts if inside its deadline."""
         record = call.app.resume_schedule(call.path.name)
-        return ScheduleOut.model_validate(_views()._record_json(record, call.app.driver.db_now()))
+        return ScheduleOut.model_validate(schedule_json(record, call.app.driver.db_now()))

@@ -1,10 +1,23 @@
-"""Resource labels: what a task requires and what a worker advertises (`gpu`,
-`mem:large`). Pure validation, shared by the enqueue path, the worker settings and the CLI."""
+"""Names and labels checked at the door: queue names, and the resource labels a task
+requires and a worker advertises (`gpu`, `mem:large`). Pure validation, shared by the
+enqueue path, the worker settings, the features and the CLI."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+
+_QUEUE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}")
+
+
+def check_queue_name(name: object, error: type[Exception]) -> None:
+    """A queue name (and a tenant name): 1-128 letters, digits and _ . : / -."""
+    if not isinstance(name, str) or not _QUEUE_NAME.fullmatch(name):
+        raise error(
+            f"bad queue name {name!r}: use 1-128 letters, digits and _ . : / - "
+            "(starting with a letter or digit)"
+        )
+
 
 LABEL = re.compile(r"[a-z0-9][a-z0-9_.:-]{0,62}")
 MAX_LABELS = 32

@@ -10,9 +10,9 @@ from typing import Protocol
 from rota.drivers.base import Completion
 from rota.errors import Discard
 from rota.job import Job, JobState
-from rota.observe import metrics as m
-from rota.observe.logging import current_job
-from rota.observe.tracing import AttemptSpan, attempt_started
+from rota.telemetry import metrics as m
+from rota.telemetry.logging import current_job
+from rota.telemetry.tracing import AttemptSpan, attempt_started
 
 
 class Ended(Protocol):
@@ -43,7 +43,7 @@ COMPLETED, RETRIED, FAILED, DISCARDED, OTHER = (
 
 
 def outcome_of(ended: Ended | None) -> str:
-    """Which counter an attempt moves (see the constants in rota.observe.metrics)."""
+    """Which counter an attempt moves (see the constants in rota.telemetry.metrics)."""
     if ended is None:
         return OTHER  # the executor itself crashed: the lease will expire
     completion = ended.completion

@@ -1,0 +1,171 @@
+"""WorkerSettings: validated once, frozen, with defaults for production."""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from rota.errors import ConfigurationError
+from rota.labels import check_labels, check_queue_name
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def parse_queues(spec: str) -> dict[str, int]:
+    """`tickets=4,reports=1` -> {"tickets": 4, "reports": 1}; a bare name gets 10."""
+    queues: dict[str, int] = {}
+    for raw in spec.split(","):
+        part = raw.strip()
+        if not part:
+            continue
+        name, _, count = part.partition("=")
+        name = name.strip()
+        check_queue_name(name, ConfigurationError)
+        try:
+            concurrency = int(count) if count else 10
+        except ValueError:
+            raise ConfigurationError(f"bad concurrency {count!r} for queue {name!r}") from None
+        if name in queues:
+            raise ConfigurationError(f"queue {name!r} is listed twice")
+        queues[name] = concurrency
+    if not queues:
+        raise ConfigurationError("no queues given: use e.g. --queues tickets=4,reports=1")
+    return queues
+
+
+def _positive(name: str, value: float | None) -> None:
+    if value is not None and not (value > 0 and math.isfinite(value)):
+        raise ConfigurationError(f"{name} must be a positive number of seconds, not {value!r}")
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    queues: Mapping[str, int] = field(default_factory=lambda: {"default": 10})
+    lease: float = 30.0  # seconds a job's lease lasts without a heartbeat
+    heartbeat: float | None = None  # default: lease / 3
+    poll_interval: float = 1.0  # fallback when no notification arrives
+    fetch_batch: int = 100
+    grace: float = 30.0  # on SIGTERM, how long running jobs may take to finish
+    worker_id: str = field(default_factory=default_worker_id)
+    maintenance: bool = True  # take part in leader election and run the services
+    stage_interval: float = 1.0
+    rescue_interval: float = 5.0
+    leader_ttl: float = 15.0
+    prune_interval: float = 60.0
+    cron_interval: float = 1.0  # leader: seconds between passes over the cron schedules
+    batch_interval: float = 0.5  # leader: seconds between batch controller passes
+    # Leader: seconds between workflow controller passes (each step waits up to this long).
+    workflow_interval: float = 0.5
+    # Leader: seconds between passes over processing windows and circuit breakers.
+    hold_interval: float = 0.5
+    # Seconds finished jobs are kept, per state (math.inf: keep them), pruned by the
+    # leader in batches of prune_batch rows (docs/operations.md#retention).
+    completed_retention: float = 24 * 3600.0
+    cancelled_retention: float = 24 * 3600.0
+    discarded_retention: float = 14 * 24 * 3600.0
+    prune_batch: int = 1000
+    inbox_retention: float = 7 * 24 * 3600.0  # how long outside message ids are remembered
+    # Finished sagas (completed, compensated; failed ones wait for a person) and published
+    # events (replay and publish-once keys reach back this far); math.inf keeps them.
+    saga_retention: float = 30 * 24 * 3600.0
+    event_retention: float = 30 * 24 * 3600.0
+    threads: int | None = None  # sync-task threads; default: total concurrency
+    db_threads: int = 4
+    # Liveness, readiness and /metrics/keda over HTTP (off by default; 0: any free port).
+    health_port: int | None = None
+    health_host: str = "0.0.0.0"
+    # Prometheus /metrics of this worker process (off by default; 0: any free port).
+    metrics_port: int | None = None
+    metrics_host: str = "0.0.0.0"
+    # Resource labels this worker has (`{"gpu", "mem:large"}`): it claims jobs whose
+    # `requires` are all among them, and advertises them in rota_workers (rota.routing).
+    capabilities: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if not self.queues:
+            raise ConfigurationError("a worker needs at least one queue")
+        object.__setattr__(
+            self,
+            "capabilities",
+            frozenset(check_labels(self.capabilities, "capabilities", ConfigurationError)),
+        )
+        for name, concurrency in self.queues.items():
+            check_queue_name(name, ConfigurationError)
+            if not isinstance(concurrency, int) or not 1 <= concurrency <= 10_000:
+                raise ConfigurationError(
+                    f"concurrency of queue {name!r} must be 1-10000, not {concurrency!r}"
+                )
+        for name in (
+            "lease",
+            "heartbeat",
+            "poll_interval",
+            "stage_interval",
+            "rescue_interval",
+            "leader_ttl",
+            "prune_interval",
+            "cron_interval",
+            "batch_interval",
+            "workflow_interval",
+            "hold_interval",
+        ):
+            _positive(name, getattr(self, name))
+        for name in (
+            "completed_retention",
+            "cancelled_retention",
+            "discarded_retention",
+            "saga_retention",
+            "event_retention",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+                raise ConfigurationError(
+                    f"{name} must be seconds >= 0 (math.inf keeps them), not {value!r}"
+                )
+        if not 1 <= self.prune_batch <= 100_000:
+            raise ConfigurationError("prune_batch must be 1-100000")
+        if self.grace < 0:
+            raise ConfigurationError("grace must be >= 0 seconds")
+        if self.heartbeat is not None and self.heartbeat >= self.lease:
+            raise ConfigurationError(
+                f"heartbeat ({self.heartbeat}s) must be shorter than the lease ({self.lease}s)"
+            )
+        if not 1 <= self.fetch_batch <= 10_000:
+            raise ConfigurationError("fetch_batch must be 1-10000")
+        if self.health_port is not None and (
+            isinstance(self.health_port, bool)
+            or not isinstance(self.health_port, int)
+            or not 0 <= self.health_port <= 65_535
+        ):
+            raise ConfigurationError(
+                f"health_port must be a TCP port from 0 to 65535, not {self.health_port!r}"
+            )
+        if self.metrics_port is not None and (
+            isinstance(self.metrics_port, bool)
+            or not isinstance(self.metrics_port, int)
+            or not 0 <= self.metrics_port <= 65_535
+        ):
+            raise ConfigurationError(
+                f"metrics_port must be a TCP port from 0 to 65535, not {self.metrics_port!r}"
+            )
+        if (
+            self.metrics_port
+            and self.health_port == self.metrics_port
+            and self.health_host == self.metrics_host
+        ):
+            raise ConfigurationError(
+                f"metrics_port and health_port are both {self.metrics_port}: give each its own"
+            )
+
+    @property
+    def heartbeat_interval(self) -> float:
+        return self.heartbeat if self.heartbeat is not None else self.lease / 3
+
+    @property
+    def total_concurrency(self) -> int:
+        return sum(self.queues.values())
