@@ -1,6 +1,5 @@
 """rota: durable background jobs for Python, with SQLite or PostgreSQL as the queue."""
 
-from rota.app import App
 from rota.auth import Permission, Principal, Role
 from rota.batches import (
     BatchError,
@@ -40,6 +39,7 @@ from rota.job import Attempt, Job, JobState, Outcome
 from rota.retry import Backoff
 from rota.sagas import Saga, SagaRecord, SagaStatus, SagaStep
 from rota.schedules import Schedule, ScheduleWarning
+from rota.standard import App
 from rota.task import Task
 from rota.worker import Worker, WorkerSettings
 from rota.workflows import Workflow, WorkflowRun

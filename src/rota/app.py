@@ -1,63 +1,98 @@
-"""App: settings, the task registry and the enqueue/inspect API; it wires the driver
-that every other part (worker, CLI, maintenance) reads and writes through."""
+"""App, the engine's: settings, the task registry, the enqueue/inspect API and the feature
+registry; it wires the driver that every other part (worker, CLI, services) reads and
+writes through. `rota.App` is this App with every standard feature plugged in
+(rota.standard); the engine itself runs with none."""
 
 from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
+from dataclasses import dataclass
+from typing import Any, ClassVar, ParamSpec, TypeVar, overload
 
-from rota.auth import TokenRegistry
-from rota.batches.registry import BatchRegistry
-from rota.batches.status import BatchStatus
 from rota.drivers import Driver, open_driver
-from rota.drivers.base import (
-    JobFilter,
-    JobInsert,
-    ManualRun,
-    QueueReport,
-    ScheduleRecord,
-    ScheduleRun,
-    ScheduleRunFilter,
-)
+from rota.drivers.base import JobFilter, JobInsert, QueueReport
 from rota.drivers.url import DatabaseURL
 from rota.drivers.url import from_environment as url_from_environment
 from rota.drivers.url import parse as parse_url
 from rota.errors import (
     ArgumentsError,
-    ScheduleError,
-    ScheduleNotFoundError,
+    ConfigurationError,
     SchemaError,
     TaskDefinitionError,
     UnknownTaskError,
 )
 from rota.job import Job, JobState
 from rota.labels import check_labels, check_queue_name
-from rota.payload import DEFAULT_MAX_PAYLOAD_BYTES
+from rota.maintenance.service import PeriodicService
+from rota.payload import DEFAULT_MAX_PAYLOAD_BYTES, ArgsSealer
 from rota.retry import Backoff
-from rota.schedules.schedule import Schedule, spec_of
-from rota.schedules.spec import ConcurrencyPolicy, ScheduleSpec, check_run_name, parse_choice
-from rota.schedules.ticks import DstPolicy
+from rota.settings import WorkerSettings
 from rota.task import Task, TaskPolicy
 from rota.telemetry.metrics import ProcessMetrics
 from rota.telemetry.tracing import traced_insert
 
-if TYPE_CHECKING:
-    from rota.drivers.base import EventRecord
-    from rota.events import EventBus
-    from rota.ops.dlq import DeadLetters
-    from rota.ops.queues import QueueControls
-    from rota.routing.api import Routing
-    from rota.sagas import SagaRegistry
-    from rota.schedules.schedule import Schedule as _Schedule
-    from rota.tenants.api import Tenants
-    from rota.workflows.definition import Workflow
-    from rota.workflows.registry import WorkflowRegistry
+
+@dataclass(frozen=True)
+class ServiceContext:
+    """What a feature's services are built from, when a worker starts."""
+
+    worker_id: str
+    settings: WorkerSettings
+    driver: Driver
+
+
+class Feature:
+    """Base class of a capability that plugs into an App. Subclasses set `name` and
+    override the hooks they need; every hook has a harmless default.
+
+    `commands` and `routes` name, as "package.module:attribute", what the interfaces
+    mount for this feature: a click command for `rota` (or a function that adds commands
+    to the root group), and a `register(api)` function of the HTTP API. They are names,
+    not imports, so a feature never depends on the interfaces that show it."""
+
+    name: ClassVar[str] = ""
+    commands: ClassVar[tuple[str, ...]] = ()
+    routes: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self) -> None:
+        self._app: App | None = None
+
+    def __repr__(self) -> str:
+        return f"<rota feature {self.name}>"
+
+    @property
+    def app(self) -> App:
+        if self._app is None:
+            raise ConfigurationError(f"the {self.name} feature is not plugged into an App")
+        return self._app
+
+    def attach(self, app: App) -> None:
+        """Called once by `App.plug`. Overrides call super() first, then set any hooks
+        on the app (e.g. an ArgsSealer)."""
+        if self._app is not None and self._app is not app:
+            raise ConfigurationError(f"the {self.name} feature is plugged into another App")
+        self._app = app
+
+    def prepare(self) -> None:
+        """Store what the application's code declares (schedules, subscriptions). Called
+        by `app.migrate()` and when a worker starts; blocking, and safe to repeat."""
+
+    def services(self, context: ServiceContext) -> Sequence[PeriodicService]:
+        """The periodic services this feature needs on a worker: leader-only ones (their
+        `leader_only` is True) run on the elected leader alone."""
+        return ()
+
+    def database_changed(self) -> None:
+        """The app was pointed at another database (`rota ... --app X --database-url Y`):
+        forget anything cached from the old one."""
+
 
 P = ParamSpec("P")
 R = TypeVar("R")
+F = TypeVar("F", bound=Feature)
 
 
 class App:
@@ -70,6 +105,7 @@ class App:
         self,
         url: str | DatabaseURL | None = None,
         *,
+        features: Iterable[Feature] = (),
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         pool_size: int = 4,
     ) -> None:
@@ -80,10 +116,14 @@ class App:
         self.max_payload_bytes = max_payload_bytes
         self.pool_size = pool_size
         self.tasks: dict[str, Task[Any, Any]] = {}
-        self.schedules: dict[str, Schedule] = {}
         self._driver: Driver | None = None
         # Set by rota.testing.inline(): enqueue runs the task at once, in-process.
         self._inline_runner: Callable[[list[Job], Any], None] | None = None
+        # Set by a feature that seals arguments at rest (the encryption feature).
+        self.sealer: ArgsSealer | None = None
+        self._features: dict[type[Feature], Feature] = {}
+        for feature in features:
+            self.plug(feature)
 
     def __repr__(self) -> str:
         return f"<rota.App {self.url.redacted()} tasks={len(self.tasks)}>"
@@ -104,85 +144,35 @@ class App:
         """This process's job counters and timings (served by `rota worker --metrics-port`)."""
         return ProcessMetrics()
 
-    @functools.cached_property
-    def tokens(self) -> TokenRegistry:
-        """API tokens for the HTTP API: `app.tokens.create("ops", "operator")`."""
-        return TokenRegistry(self)
+    # --- features -----------------------------------------------------------------------
 
-    @functools.cached_property
-    def sagas(self) -> SagaRegistry:
-        """Sagas: `app.sagas.register(saga)`, `.start(saga, key="order-42")`, `.get(key)`."""
-        from rota.sagas import SagaRegistry
+    def plug(self, feature: Feature) -> None:
+        """Plug a feature in: it registers its hooks and becomes part of every worker."""
+        if not isinstance(feature, Feature):
+            raise ConfigurationError(f"{feature!r} is not a rota.plugin.Feature")
+        kind = type(feature)
+        if kind in self._features or any(f.name == feature.name for f in self._features.values()):
+            raise ConfigurationError(f"the {feature.name} feature is already plugged in")
+        feature.attach(self)
+        self._features[kind] = feature
 
-        return SagaRegistry(self)
+    @property
+    def features(self) -> Mapping[str, Feature]:
+        """The plugged features by name, in the order they were plugged."""
+        return {f.name: f for f in self._features.values()}
 
-    @functools.cached_property
-    def events(self) -> EventBus:
-        """Events: `app.events.publish(...)`, `.replay(...)`; see `app.on` and `app.publish`."""
-        from rota.events import EventBus
-
-        return EventBus(self)
-
-    def on(self, event: str, **policy: Any) -> Callable[[Callable[..., Any]], Task[Any, Any]]:
-        """Subscribe a function to an event: `@app.on("user.signed_up", max_attempts=5)`.
-        Each publish gives it one job (its own retries and dead letters) and a rota.Event."""
-        return self.events.on(event, **policy)
-
-    def publish(self, name: str, payload: Any = None, **options: Any) -> EventRecord:
-        """Publish an event (`version=`, idempotency `key=`, your transaction `conn=`):
-        one job per subscriber, in the same transaction. Returns the event with its id."""
-        return self.events.publish(name, payload, **options)
-
-    @functools.cached_property
-    def dlq(self) -> DeadLetters:
-        """Dead letters and governed replay: `app.dlq.replay(task=..., reason=...)`."""
-        from rota.ops.dlq import DeadLetters
-
-        return DeadLetters(self)
-
-    @functools.cached_property
-    def queues(self) -> QueueControls:
-        """Queue controls: `app.queues.configure("mail", global_limit=3, rate=(100, 60))`."""
-        from rota.ops.queues import QueueControls
-
-        return QueueControls(self)
-
-    @functools.cached_property
-    def routing(self) -> Routing:
-        """Routing: `app.routing.unroutable()` (jobs no live worker can run), `.workers()`."""
-        from rota.routing.api import Routing
-
-        return Routing(self)
-
-    @functools.cached_property
-    def tenants(self) -> Tenants:
-        """Tenants: `app.tenants.set_fair("reports")`, `.configure("acme", max_running=5)`."""
-        from rota.tenants.api import Tenants
-
-        return Tenants(self)
-
-    @functools.cached_property
-    def batches(self) -> BatchRegistry:
-        """Batches with Kubernetes Job semantics: `app.batches.get("shards")`."""
-        return BatchRegistry(self)
-
-    def batch(self, task: Task[Any, Any] | str, **options: Any) -> BatchStatus:
-        """Start a batch: `app.batch(resize, items=[...], parallelism=4)` or
-        `app.batch(shard, completions=8, indexed=True)`; see docs/batches.md."""
-        return self.batches.create(task, **options)
-
-    @functools.cached_property
-    def workflows(self) -> WorkflowRegistry:
-        """Workflows (DAGs of steps): `app.workflows.start(wf, key=...)`, `.get(id or key)`,
-        `.cancel(...)`, `.retry_step(...)`; see docs/workflows.md."""
-        from rota.workflows.registry import WorkflowRegistry
-
-        return WorkflowRegistry(self)
-
-    def schedule_workflow(self, workflow: Workflow, expression: str, **options: Any) -> _Schedule:
-        """Start `workflow` on a cron schedule, one run per tick (a double tick starts one
-        run): `app.schedule_workflow(wf, "0 3 * * *", tz="Europe/Berlin", args={...})`."""
-        return self.workflows.schedule(workflow, expression, **options)
+    def feature(self, kind: type[F]) -> F:
+        """The plugged feature of this type, or a ConfigurationError naming it."""
+        found = self._features.get(kind)
+        if found is None:
+            for candidate in self._features.values():
+                if isinstance(candidate, kind):
+                    return candidate
+            raise ConfigurationError(
+                f"this App has no {kind.name or kind.__name__} feature plugged in "
+                "(rota.App plugs in every standard feature)"
+            )
+        return found  # type: ignore[return-value]
 
     def __enter__(self) -> App:
         return self
@@ -248,7 +238,7 @@ class App:
         def register(fn: Callable[..., Any]) -> Task[Any, Any]:
             if not callable(fn):
                 raise TaskDefinitionError(f"@app.task decorates a function, not {fn!r}")
-            task_name = name or _default_name(fn)
+            task_name = name or default_task_name(fn)
             if task_name in self.tasks and self.tasks[task_name].func is not fn:
                 raise TaskDefinitionError(f"a task named {task_name!r} is already registered")
             task: Task[Any, Any] = Task(self, fn, task_name, policy)
@@ -356,203 +346,20 @@ class App:
         check_queue_name(name, ArgumentsError)
         self.driver.holds.hold_drop(name, "manual")
 
-    # --- schedules ----------------------------------------------------------------------
-
-    def cron(
-        self,
-        expression: str,
-        *,
-        tz: str = "UTC",
-        name: str | None = None,
-        args: dict[str, Any] | None = None,
-        concurrency: str = "allow",
-        starting_deadline: float | None = None,
-        successful_history_limit: int = 3,
-        failed_history_limit: int = 1,
-        dst: str = "once",
-        strict_missed_limit: bool = False,
-        queue: str | None = None,
-        priority: int | None = None,
-        max_attempts: int | None = None,
-        timeout: float | None = None,
-    ) -> Callable[[Callable[P, R]], Task[P, R]]:
-        """Declare a schedule with Kubernetes CronJob semantics on a function (which is
-        registered as a task) or on a task (stacked over `@app.task(...)`):
-
-            @app.cron("0 3 * * *", tz="Europe/Berlin", concurrency="forbid",
-                      starting_deadline=300)
-            def payout_report(ctx: rota.Context) -> None: ...
-
-        The schedule is named after the task unless `name=` is given, and is stored in the
-        database when a worker starts (or `rota migrate --app ...` runs)."""
-
-        policy: dict[str, Any] = dict(
-            tz=tz,
-            name=name,
-            args=args,
-            concurrency=concurrency,
-            starting_deadline=starting_deadline,
-            successful_history_limit=successful_history_limit,
-            failed_history_limit=failed_history_limit,
-            dst=dst,
-            strict_missed_limit=strict_missed_limit,
-        )
-
-        def register(fn: Callable[..., Any]) -> Task[Any, Any]:
-            if isinstance(fn, Task):
-                if timeout is not None:
-                    raise TaskDefinitionError(
-                        f"timeout= belongs to the task: set it in @app.task for {fn.name}"
-                    )
-                self.schedule(
-                    fn,
-                    expression,
-                    queue=queue,
-                    priority=priority,
-                    max_attempts=max_attempts,
-                    _stacklevel=3,
-                    **policy,
-                )
-                return fn
-            # Check the schedule before registering anything, so a bad expression leaves
-            # no task behind either.
-            _schedule_spec(name or _default_name(fn), expression, policy)
-            known = set(self.tasks)
-            task = self.task(
-                queue=queue or "default",
-                priority=priority or 0,
-                max_attempts=max_attempts or 20,
-                timeout=timeout,
-            )(fn)
-            try:
-                self.schedule(task, expression, _stacklevel=3, **policy)
-            except Exception:
-                if task.name not in known:
-                    del self.tasks[task.name]
-                raise
-            return task
-
-        return register
-
-    def schedule(
-        self,
-        task: Task[Any, Any] | str,
-        expression: str,
-        *,
-        tz: str = "UTC",
-        name: str | None = None,
-        args: dict[str, Any] | None = None,
-        concurrency: str = "allow",
-        starting_deadline: float | None = None,
-        successful_history_limit: int = 3,
-        failed_history_limit: int = 1,
-        dst: str = "once",
-        strict_missed_limit: bool = False,
-        queue: str | None = None,
-        priority: int | None = None,
-        max_attempts: int | None = None,
-        _stacklevel: int = 2,
-    ) -> Schedule:
-        """Declare a schedule that enqueues an existing task with `args`:
-
-            app.schedule(send_digest, "*/5 * * * *", args={"team": "ops"}, name="digest-ops")
-
-        Everything is validated here: the expression, the zone, the policy and the
-        arguments (against the task's signature), before anything is stored."""
-        target = self.get_task(task) if isinstance(task, str) else task
-        if not isinstance(target, Task) or self.tasks.get(target.name) is not target:
-            raise TaskDefinitionError(f"{task!r} is not a task of this app: register it first")
-        if args is not None and not isinstance(args, dict):
-            raise ArgumentsError(f"args must be a dict, not {type(args).__name__}")
-        spec = _schedule_spec(
-            target.name if name is None else name,
-            expression,
-            dict(
-                tz=tz,
-                concurrency=concurrency,
-                starting_deadline=starting_deadline,
-                successful_history_limit=successful_history_limit,
-                failed_history_limit=failed_history_limit,
-                dst=dst,
-                strict_missed_limit=strict_missed_limit,
-            ),
-        )
-        if spec.name in self.schedules:
-            raise ScheduleError(
-                f"a schedule named {spec.name!r} is already declared: give this one another "
-                "name with name=..."
-            )
-        job = target.build(
-            dict(args or {}), queue=queue, priority=priority, max_attempts=max_attempts
-        )
-        spec.warn_if_unusual(stacklevel=_stacklevel)
-        declared = Schedule(self, spec, job)
-        self.schedules[spec.name] = declared
-        return declared
-
-    def sync_schedules(self) -> list[ScheduleRecord]:
-        """Store the declared schedules: create them, or update their definitions. What
-        the database owns (suspension, last schedule time, history) is kept. Workers call
-        this when they start; schedules no longer declared stay until `rota cron delete`."""
-        if not self.schedules:
-            return []
-        return self.driver.schedule_upsert_many([s.upsert_row() for s in self.schedules.values()])
-
-    def list_schedules(self) -> list[ScheduleRecord]:
-        return self.driver.schedule_list()
-
-    def get_schedule(self, name: str) -> ScheduleRecord:
-        record = self.driver.schedule_get(name)
-        if record is None:
-            known = ", ".join(r.name for r in self.driver.schedule_list()) or "none stored"
-            raise ScheduleNotFoundError(f"no schedule named {name!r}; stored: {known}")
-        return record
-
-    def suspend_schedule(self, name: str) -> ScheduleRecord:
-        """No new runs (running ones continue); ticks missed meanwhile count as missed."""
-        return self.driver.schedule_set_suspended(name, True)
-
-    def resume_schedule(self, name: str) -> ScheduleRecord:
-        """Runs again; the most recent tick missed while suspended starts at once, if it is
-        still inside the starting deadline."""
-        return self.driver.schedule_set_suspended(name, False)
-
-    def delete_schedule(self, name: str) -> None:
-        """Forget a stored schedule and its run records (their jobs are kept)."""
-        if not self.driver.schedule_delete(name):
-            raise ScheduleNotFoundError(f"no schedule named {name!r}")
-
-    def trigger_schedule(self, schedule: str, *, name: str | None = None) -> ScheduleRun:
-        """Run a schedule now, outside its timetable, like `kubectl create job
-        --from=cronjob/NAME`: the run does not move its last schedule time, is not active
-        for its concurrency policy, and counts for its history limits."""
-        record = self.get_schedule(schedule)
-        run_name = check_run_name(record.name, name)
-        spec = spec_of(record)
-        now = self.driver.db_now()
-        return self.driver.schedule_run_trigger(
-            ManualRun(
-                schedule_id=record.id,
-                at=now,
-                local=spec.local(now),
-                name=run_name,
-                scheduler="manual",
-                job=record.job_row(),
-            )
-        )
-
-    def schedule_history(self, name: str, *, limit: int = 50) -> list[ScheduleRun]:
-        """The schedule's runs, newest first, with the state of each run's job."""
-        if not 1 <= limit <= 10_000:
-            raise ArgumentsError("limit must be from 1 to 10000")
-        record = self.get_schedule(name)
-        return self.driver.schedule_run_list(ScheduleRunFilter(schedule_id=record.id, limit=limit))
-
     # --- schema -------------------------------------------------------------------------
 
     def migrate(self) -> list[int]:
-        """Apply pending migrations (idempotent; concurrent runs are serialised)."""
-        return self.driver.schema_migrate()
+        """Apply pending migrations (idempotent; concurrent runs are serialised), then let
+        each feature store what the code declares (e.g. `@app.cron` schedules)."""
+        applied = self.driver.schema_migrate()
+        self.prepare()
+        return applied
+
+    def prepare(self) -> None:
+        """Store what the application's code declares, feature by feature (schedules,
+        event subscriptions): what `app.migrate()` and every worker's start do."""
+        for feature in self._features.values():
+            feature.prepare()
 
     def schema_version(self) -> int:
         return self.driver.schema_version()
@@ -573,22 +380,6 @@ class App:
             )
 
 
-def _schedule_spec(name: str, expression: str, policy: dict[str, Any]) -> ScheduleSpec:
-    return ScheduleSpec(
-        name=name,
-        expression=expression,
-        timezone=policy.get("tz", "UTC"),
-        dst=parse_choice(DstPolicy, policy.get("dst", "once"), "dst"),
-        concurrency=parse_choice(
-            ConcurrencyPolicy, policy.get("concurrency", "allow"), "concurrency"
-        ),
-        starting_deadline=policy.get("starting_deadline"),
-        successful_history_limit=policy.get("successful_history_limit", 3),
-        failed_history_limit=policy.get("failed_history_limit", 1),
-        strict_missed_limit=policy.get("strict_missed_limit", False),
-    )
-
-
 def _state(value: JobState | str) -> JobState:
     try:
         return JobState(value)
@@ -597,7 +388,7 @@ def _state(value: JobState | str) -> JobState:
         raise ArgumentsError(f"unknown job state {value!r}; known: {known}") from None
 
 
-def _default_name(fn: Callable[..., Any]) -> str:
+def default_task_name(fn: Callable[..., Any]) -> str:
     module = getattr(fn, "__module__", None) or "task"
     if module == "__main__":
         # `python -m pkg.mod` and a worker importing pkg.mod must agree on the name.

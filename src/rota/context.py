@@ -21,9 +21,20 @@ from rota.payload import encode
 
 if TYPE_CHECKING:
     from rota.drivers.base import Driver, ProgressUpdate
-    from rota.workflows.context import StepContext
 
 T = TypeVar("T")
+
+# What features show a task about its job (`ctx.workflow`): name -> a factory of the view
+# from the job's meta and the database. Features register theirs when they are imported.
+ViewFactory = Callable[[dict[str, Any], "Driver | None"], Any]
+_VIEWS: dict[str, ViewFactory] = {}
+
+
+def register_view(name: str, factory: ViewFactory) -> None:
+    """Let `ctx.view(name)` (and a property like `ctx.workflow`) build a feature's view."""
+    _VIEWS[name] = factory
+
+
 _COMPLETED_IN_TRANSACTION = json.dumps({"outcome": "completed", "message": "ctx.transaction()"})
 
 _task_log = logging.getLogger("rota.task")
@@ -49,7 +60,7 @@ class Context:
         "_progress_at",
         "_progress_sink",
         "_steps",
-        "_workflow",
+        "_views",
         "cancel_reason",
         "completed_in_transaction",
         "draining",
@@ -74,7 +85,7 @@ class Context:
         self._driver = driver
         self._nudge = nudge
         self._steps: dict[str, Any] | None = None
-        self._workflow: StepContext | None = None
+        self._views: dict[str, Any] | None = None
         # The value the last attempt stored with checkpoint(): resume from here.
         self.last_checkpoint: Any = job.checkpoint
         # True once the worker got SIGTERM: checkpoint soon, the grace period is running.
@@ -92,14 +103,21 @@ class Context:
         return self.job.meta
 
     @property
-    def workflow(self) -> StepContext | None:
-        """Where this job sits in a workflow (step, index, total, the run's args and the
-        results of completed steps); None when the job is not a workflow step."""
-        if self._workflow is None:
-            from rota.workflows.context import step_context
+    def workflow(self) -> Any:
+        """Where this job sits in a workflow (a rota.workflows.context.StepContext: step,
+        index, total, the run's args and the results of completed steps); None when the
+        job is not a workflow step."""
+        return self.view("workflow")
 
-            self._workflow = step_context(self.job.meta, self._driver)
-        return self._workflow
+    def view(self, name: str) -> Any:
+        """A feature's view of this job (built once per attempt), or None when no
+        plugged feature registered `name`."""
+        if self._views is None:
+            self._views = {}
+        if name not in self._views:
+            factory = _VIEWS.get(name)
+            self._views[name] = None if factory is None else factory(self.job.meta, self._driver)
+        return self._views[name]
 
     @property
     def index(self) -> int:

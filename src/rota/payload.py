@@ -6,7 +6,7 @@ import inspect
 import json
 import re
 from collections.abc import Callable
-from typing import Any, get_type_hints
+from typing import Any, Protocol, get_type_hints
 
 import pydantic
 import pydantic_core
@@ -119,3 +119,12 @@ def _explain(task_name: str, exc: pydantic.ValidationError, names: tuple[str, ..
         else:
             problems.append(f"{where}: {err['msg']}")
     return f"bad arguments for task {task_name}: " + "; ".join(problems)
+
+
+class ArgsSealer(Protocol):
+    """Sealed arguments at rest (the encryption feature plugs one into the App): sealed
+    at enqueue, opened only by the worker that runs the job."""
+
+    def seal(self, args_json: str) -> str: ...
+
+    def open(self, args: dict[str, Any]) -> dict[str, Any]: ...

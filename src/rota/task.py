@@ -8,17 +8,30 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
 from rota.drivers.base import JobInsert
-from rota.errors import ArgumentsError, TaskDefinitionError
+from rota.errors import ArgumentsError, ConfigurationError, TaskDefinitionError
 from rota.job import Job, JobState
 from rota.labels import check_labels, check_queue_name
-from rota.payload import ArgsModel, encode
+from rota.payload import ArgsModel, ArgsSealer, encode
 from rota.retry import Backoff
 
-if TYPE_CHECKING:
-    from rota.app import App
+
+class TaskOwner(Protocol):
+    """What a task needs of the App it belongs to (rota.app.App): the payload limit, the
+    sealer of encrypted arguments, and the insert every enqueue goes through."""
+
+    @property
+    def max_payload_bytes(self) -> int: ...
+
+    @property
+    def sealer(self) -> ArgsSealer | None: ...
+
+    def _insert(
+        self, rows: list[JobInsert], *, conn: Any, tasks: list[Task[Any, Any]]
+    ) -> list[Job]: ...
+
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -58,7 +71,7 @@ class TaskPolicy:
     # (None: in any state).
     key_ttl: float | None = 24 * 3600.0
     key_states: frozenset[JobState] | None = None
-    # Arguments stored encrypted under $ROTA_ENCRYPTION_KEYS (rota.security.encryption).
+    # Arguments stored encrypted (the encryption feature: $ROTA_ENCRYPTION_KEYS).
     encrypted: bool = False
     # Labels a worker must advertise to run the task's jobs (rota.routing); () for any.
     requires: tuple[str, ...] = ()
@@ -142,7 +155,7 @@ class Task(Generic[P, R]):
     """A function registered with an App. Call it directly to run it in-process;
     `.enqueue(...)` to run it on a worker."""
 
-    def __init__(self, app: App, func: Callable[P, R], name: str, policy: TaskPolicy) -> None:
+    def __init__(self, app: TaskOwner, func: Callable[P, R], name: str, policy: TaskPolicy) -> None:
         self.app = app
         self.func = func
         self.name = name
@@ -266,9 +279,13 @@ class Task(Generic[P, R]):
             stored, what=f"arguments of {self.name}", limit=self.app.max_payload_bytes
         )
         if self.policy.encrypted:
-            from rota.security.encryption import keyring_from_env
-
-            args_json = keyring_from_env().seal(args_json)
+            sealer = self.app.sealer
+            if sealer is None:
+                raise ConfigurationError(
+                    f"{self.name} stores its arguments encrypted, but no encryption feature "
+                    "is plugged into this App (rota.App plugs it in)"
+                )
+            args_json = sealer.seal(args_json)
         if queue is not None:
             check_queue_name(queue, ArgumentsError)
         if priority is not None:

@@ -8,9 +8,9 @@ import threading
 
 import rota
 import rota.testing
+from rota.batches.service import BatchController
 from rota.batches.store import BatchApply, ItemChange
 from rota.drivers.base import JobInsert
-from rota.maintenance.batches import BatchController
 
 
 def noop_task(app: rota.App) -> rota.Task[[], None]:

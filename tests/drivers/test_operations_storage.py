@@ -13,9 +13,9 @@ import pytest
 
 import rota
 from rota.drivers.base import Completion
-from rota.maintenance.expirer import Expirer
 from rota.maintenance.pruner import Pruner
 from rota.ops import ReplayReport, Selection
+from rota.ops.expirer import Expirer
 from tests.helpers import wait_for
 
 

@@ -22,7 +22,7 @@ from rota.drivers.base import (
     TickClaimResult,
 )
 from rota.job import JobState
-from rota.maintenance.cron import run_name
+from rota.schedules.service import run_name
 from tests.helpers import wait_for
 
 T0 = datetime(2025, 6, 2, 10, 0, tzinfo=UTC)

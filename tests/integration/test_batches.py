@@ -15,8 +15,8 @@ import pytest
 
 import rota
 from rota.batches import BatchError, BatchNotFoundError, BatchStatus, FailureRule, SuccessRule
+from rota.batches.service import BatchController, BatchReport
 from rota.job import JobState
-from rota.maintenance.batches import BatchController, BatchReport
 from tests.helpers import fast_settings, run_worker_until
 
 

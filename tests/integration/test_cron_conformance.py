@@ -13,7 +13,7 @@ import pytest
 import rota
 from rota.drivers.base import Completion
 from rota.job import JobState
-from rota.maintenance.cron import CronReport, CronService
+from rota.schedules.service import CronReport, CronService
 
 DAY = datetime(2025, 6, 2, tzinfo=UTC)  # a Monday
 

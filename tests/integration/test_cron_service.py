@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 import rota
-from rota.maintenance.cron import CronService
+from rota.schedules.service import CronService
 
 
 def test_cron_over_a_task_uses_its_policy_with_overrides(app: rota.App) -> None:

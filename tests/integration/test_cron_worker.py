@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import rota
 from rota.job import JobState
-from rota.maintenance.cron import CronService
+from rota.schedules.service import CronService
 from tests.helpers import fast_settings, run_worker_until
 
 

@@ -17,8 +17,8 @@ import rota
 from rota.cli.main import cli
 from rota.errors import ConfigurationError
 from rota.observe.cluster import ClusterCollector, cluster_registry
-from rota.observe.prometheus import registry_of, render_text
-from rota.observe.server import MetricsServer, metrics_app
+from rota.telemetry.prometheus import registry_of, render_text
+from rota.telemetry.server import MetricsServer, metrics_app
 from tests.helpers import async_wait_for, fast_settings
 
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never a proxy

@@ -15,7 +15,8 @@ import pytest
 
 import rota
 from rota.observe.cluster import cluster_registry
-from rota.observe.prometheus import render_text, worker_registry
+from rota.telemetry.prometheus import render_text
+from rota.worker.metrics import worker_registry
 from tests.helpers import async_wait_for, fast_settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,8 +9,11 @@ from typing import Any
 import pytest
 
 import rota
-from rota.maintenance.pruner import Pruner
+from rota.events.feature import EventsFeature
+from rota.maintenance.pruner import RetentionService
 from rota.ops.retention import parse_retention
+from rota.plugin import Feature, ServiceContext
+from rota.sagas.feature import SagasFeature
 from rota.testing import drain
 
 DAY = 86400.0
@@ -30,8 +33,11 @@ def backdate(app: rota.App, table: str, column: str, ids: list[int], seconds: fl
         conn.execute(sql)
 
 
-def pruner(app: rota.App, **ages: float) -> Pruner:
-    return Pruner(app.driver, 60.0, completed_age=math.inf, discarded_age=math.inf, **ages)
+def retention(app: rota.App, feature: type[Feature], age: float, batch: int = 1000) -> Any:
+    """The feature's own retention service, as a worker builds it from its settings."""
+    settings = rota.WorkerSettings(saga_retention=age, event_retention=age, prune_batch=batch)
+    services = app.feature(feature).services(ServiceContext("test", settings, app.driver))
+    return next(s for s in services if isinstance(s, RetentionService))
 
 
 def test_finished_sagas_are_pruned_and_running_or_failed_ones_kept(app: rota.App) -> None:
@@ -55,23 +61,23 @@ def test_finished_sagas_are_pruned_and_running_or_failed_ones_kept(app: rota.App
     everything = [*done, failed, running]
     backdate(app, "rota_sagas", "updated_at", [s.id for s in everything], 40 * DAY)
 
-    report = pruner(app, saga_age=30 * DAY, batch=2).run_once()  # two batches: 2 + 1(+1)
+    report = retention(app, SagasFeature, 30 * DAY, batch=2).run_once()  # two batches: 2 + 1(+1)
     left = {s.key for s in app.sagas.list()}
     assert "running" in left and not {f"done-{i}" for i in range(3)} & left
     if statuses["failed"] is rota.SagaStatus.FAILED:
         assert "failed" in left  # a failed saga waits for a person
-    assert report.sagas == len(everything) - len(left)
+    assert report.deleted == len(everything) - len(left)
 
 
 def test_old_events_are_pruned_and_recent_ones_kept(app: rota.App) -> None:
     old = [app.publish("seat.sold", {"seat": i}) for i in range(5)]
     recent = app.publish("seat.sold", {"seat": 99}, key="seat-99")
     backdate(app, "rota_events", "published_at", [e.id for e in old], 10 * DAY)
-    report = pruner(app, event_age=7 * DAY, batch=2).run_once()
-    assert report.events == 5
+    report = retention(app, EventsFeature, 7 * DAY, batch=2).run_once()
+    assert report.deleted == 5
     assert [e.id for e in app.events.list()] == [recent.id]
     # Kept forever by default when the period is infinite.
-    assert pruner(app).run_once().events == 0
+    assert retention(app, EventsFeature, math.inf).run_once().deleted == 0
 
 
 def test_retention_flags_cover_sagas_and_events() -> None:

@@ -17,10 +17,10 @@ from click.testing import CliRunner, Result
 
 import rota
 from rota.cli.main import cli
-from rota.maintenance.holds import QueueHoldService
 from rota.observe.cluster import cluster_registry
-from rota.observe.prometheus import render_text
+from rota.ops.service import QueueHoldService
 from rota.telemetry.logging import JsonFormatter
+from rota.telemetry.prometheus import render_text
 from tests.helpers import fast_settings, run_worker_until, wait_for
 
 Invoke = Callable[..., Result]

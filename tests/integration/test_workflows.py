@@ -16,11 +16,11 @@ import pytest
 
 import rota
 from rota.drivers.base import JobFilter
-from rota.maintenance.cron import CronService
-from rota.maintenance.workflows import WorkflowController
+from rota.schedules.service import CronService
 from rota.testing import drain
 from rota.workflows import StepState, WorkflowState
 from rota.workflows import plan as workflow_plan
+from rota.workflows.service import WorkflowController
 from tests.helpers import fast_settings, run_worker_until
 
 
@@ -634,7 +634,9 @@ def test_the_controller_prunes_finished_runs_past_their_retention(app: rota.App)
     done = app.workflows.start(good, key="done")
     failed = app.workflows.start(bad, key="failed")
     drain(app, queues=["default"], max_jobs=10_000)
-    controller = WorkflowController(app, 1.0, completed_retention=0.05, failed_retention=3600)
+    controller = WorkflowController(
+        app.workflows, 1.0, completed_retention=0.05, failed_retention=3600
+    )
     # One run's job is put back in the queue: that run is still running after the pass
     # that finishes the other two (whose prune finds nothing old enough yet).
     app.retry_job(app.workflows.get(kept_running.id).steps[0].jobs[0].job_id or 0)

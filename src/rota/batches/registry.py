@@ -27,7 +27,7 @@ from rota.task import Task, check_priority
 
 if TYPE_CHECKING:
     from rota.app import App
-    from rota.maintenance.batches import BatchReport
+    from rota.batches.service import BatchReport
 
 # A sample status, to check at creation that the finish callback accepts `batch=`.
 _SAMPLE_STATUS: dict[str, Any] = {"id": 0, "condition": "Complete"}
@@ -211,7 +211,7 @@ class BatchRegistry:
     def advance(self) -> BatchReport:
         """One pass of the batch controller now, in this process (what the leader's
         controller does every `batch_interval`): handy in tests and scripts."""
-        from rota.maintenance.batches import BatchController
+        from rota.batches.service import BatchController
 
         return BatchController(self._app.driver, 1.0).run_once()
 

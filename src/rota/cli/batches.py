@@ -10,10 +10,10 @@ from typing import Any
 import click
 from rich.table import Table
 
-from rota.app import App
 from rota.batches.status import BatchStatus
 from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
 from rota.job import Job
+from rota.standard import App
 
 
 def _with_app(app_path: str | None, database_url: str | None, action: Callable[[App], Any]) -> Any:

@@ -7,16 +7,17 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 from rich.console import Console
 from rich.markup import escape
 
-from rota.app import App
+from rota import app as engine
 from rota.drivers.url import ENV_URL_FILE, DatabaseURL, from_file
 from rota.drivers.url import parse as parse_url
 from rota.errors import ConfigurationError, RotaError
+from rota.standard import App
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -70,13 +71,14 @@ def load_app(app_path: str | None, database_url: str | None) -> App:
             else:
                 os.environ["ROTA_DATABASE_URL"] = saved_url
         app = getattr(module, attr, None)
-        if not isinstance(app, App):
+        if not isinstance(app, engine.App):
             raise click.BadParameter(
                 f"{module_name}:{attr} is {type(app).__name__}, not a rota.App", param_hint="--app"
             )
         if url:
             app = _rebind(app, url)
-        return app
+        # A bare engine App has the namespaces of the features plugged into it only.
+        return cast(App, app)
     try:
         return App(url)
     except ConfigurationError as exc:
@@ -98,15 +100,15 @@ def _remember_url_file(ctx: click.Context, _param: click.Parameter, value: str |
         ctx.meta[_URL_FILE_KEY] = value
 
 
-def _rebind(app: App, url: str | DatabaseURL) -> App:
+def _rebind(app: engine.App, url: str | DatabaseURL) -> engine.App:
     """Point the app at another database (`--app` plus `--database-url`). The same object
     is kept, so every registry (tasks, schedules, batches, workflows, sagas, events) and
     every module-level reference to it use the new database: a second App would give a
     task that uses its module's `app` a second driver, and on SQLite a second writer."""
     app.close()
     app.url = url if isinstance(url, DatabaseURL) else parse_url(url)
-    if "events" in app.__dict__:  # functools.cached_property: only if it was used
-        app.events.database_changed()
+    for feature in app.features.values():
+        feature.database_changed()
     return app
 
 

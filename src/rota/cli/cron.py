@@ -9,7 +9,6 @@ from typing import Any
 import click
 from rich.table import Table
 
-from rota.app import App
 from rota.cli.common import (
     app_options,
     console,
@@ -24,6 +23,7 @@ from rota.errors import RotaError, ScheduleError
 from rota.schedules.spec import ScheduleSpec, load_zone, normalize_expression
 from rota.schedules.ticks import DstPolicy, Ticks
 from rota.schedules.view import local_time, next_runs, run_json, schedule_json, spec_or_error
+from rota.standard import App
 
 
 def _with_app(app_path: str | None, database_url: str | None, action: Any) -> Any:

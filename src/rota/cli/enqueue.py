@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from rota.app import App
 from rota.cli.common import app_options, fail, json_option, load_app, print_json, run_guarded
+from rota.standard import App
 
 
 def _parse_arg(text: str) -> tuple[str, Any]:

@@ -9,10 +9,10 @@ from typing import Any
 import click
 from rich.table import Table
 
-from rota.app import App
 from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
 from rota.drivers.base import EventRecord, Subscription
 from rota.job import Job
+from rota.standard import App
 
 
 def _with_app(app_path: str | None, database_url: str | None, action: Any) -> Any:

@@ -8,10 +8,10 @@ import re
 import click
 from rich.table import Table
 
-from rota.app import App
 from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
 from rota.ops.hold_model import BreakerRecord, QueueHold
 from rota.ops.windows import WindowSchedule
+from rota.standard import App
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*$")
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
@@ -204,3 +204,10 @@ def add_hold_commands(group: click.Group) -> None:
     """Attach the commands to `rota queues`."""
     for command in (window, breaker, holds):
         group.add_command(command)
+
+
+def install(root: click.Group) -> None:
+    """The operations feature's part of `rota queues`: window, breaker, holds."""
+    queues = root.commands["queues"]
+    assert isinstance(queues, click.Group)
+    add_hold_commands(queues)

@@ -1,31 +1,25 @@
-"""The `rota` command: a click group that gathers the command modules."""
+"""The `rota` command: a click group with the engine's commands and those each standard
+feature names (Feature.commands), mounted in the features' order."""
 
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from rota import __version__
-from rota.cli.batches import batches
-from rota.cli.cron import cron
 from rota.cli.dashboard import dashboard
 from rota.cli.db import db
-from rota.cli.dlq import dlq
 from rota.cli.enqueue import enqueue
-from rota.cli.events import events
-from rota.cli.holds import add_hold_commands
 from rota.cli.jobs import jobs
 from rota.cli.k8s import k8s
 from rota.cli.metrics import metrics
 from rota.cli.migrate import migrate
 from rota.cli.queues import queues
-from rota.cli.routing import add_routing_commands
 from rota.cli.run import run
-from rota.cli.sagas import sagas
 from rota.cli.scale import scale_hint_command
-from rota.cli.tenants import tenants
-from rota.cli.tokens import tokens
 from rota.cli.worker import worker
-from rota.cli.workflows import workflows
+from rota.standard import standard_features
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -34,27 +28,27 @@ def cli() -> None:
     """rota: durable background jobs on SQLite or PostgreSQL."""
 
 
-cli.add_command(migrate)
-cli.add_command(worker)
-cli.add_command(enqueue)
-cli.add_command(jobs)
-cli.add_command(queues)
-add_hold_commands(queues)  # rota queues window|breaker|holds
-add_routing_commands(queues)  # rota queues unroutable
-cli.add_command(dlq)
-cli.add_command(cron)
-cli.add_command(batches)
-cli.add_command(workflows)
-cli.add_command(sagas)
-cli.add_command(events)
-cli.add_command(run)
-cli.add_command(scale_hint_command)
-cli.add_command(k8s)
-cli.add_command(db)
-cli.add_command(metrics)
-cli.add_command(dashboard)
-cli.add_command(tokens)
-cli.add_command(tenants)
+for _command in (migrate, worker, enqueue, jobs, queues, run, scale_hint_command, k8s, db):
+    cli.add_command(_command)
+
+
+def mount(root: click.Group, reference: str) -> None:
+    """Mount what a feature names as "package.module:attribute": a click command is added
+    to `root`; a function is called with `root` (to add subcommands to a group)."""
+    module_name, _, attribute = reference.partition(":")
+    target = getattr(importlib.import_module(module_name), attribute)
+    if isinstance(target, click.Command):
+        root.add_command(target)
+    else:
+        target(root)
+
+
+for _feature in standard_features():
+    for _reference in _feature.commands:
+        mount(cli, _reference)
+
+for _command in (metrics, dashboard):
+    cli.add_command(_command)
 
 
 def main() -> None:

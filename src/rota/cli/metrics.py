@@ -12,9 +12,9 @@ import click
 from rota.cli.common import app_options, fail, load_app
 from rota.errors import ConfigurationError
 from rota.observe.cluster import ClusterCollector
-from rota.observe.prometheus import registry_of, render_text
-from rota.observe.server import MetricsServer, metrics_app
 from rota.telemetry.logging import configure
+from rota.telemetry.prometheus import registry_of, render_text
+from rota.telemetry.server import MetricsServer, metrics_app
 
 
 @click.command()

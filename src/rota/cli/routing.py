@@ -65,3 +65,10 @@ def unroutable(
 def add_routing_commands(group: click.Group) -> None:
     """Attach the commands to `rota queues`."""
     group.add_command(unroutable)
+
+
+def install(root: click.Group) -> None:
+    """The routing feature's part of `rota queues`: unroutable."""
+    queues = root.commands["queues"]
+    assert isinstance(queues, click.Group)
+    add_routing_commands(queues)

@@ -10,8 +10,8 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from rota.app import App
 from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
+from rota.standard import App
 from rota.workflows.spec import StepState, WorkflowState
 from rota.workflows.status import StepStatus, WorkflowRun
 

@@ -1,5 +1,6 @@
 """Pruner: deletes finished jobs past their retention, per state (completed, cancelled,
-discarded), finished sagas and old events, in small batches so no table is locked long."""
+discarded), and old inbox records, in small batches so no table is locked long.
+RetentionService is the same loop for a feature's own finished records."""
 
 from __future__ import annotations
 
@@ -19,8 +20,6 @@ class PruneReport:
     completed: int = 0
     cancelled: int = 0
     discarded: int = 0
-    sagas: int = 0
-    events: int = 0
 
 
 class Pruner(PeriodicService):
@@ -38,8 +37,6 @@ class Pruner(PeriodicService):
         discarded_age: float,
         inbox_age: float = 7 * 24 * 3600.0,
         cancelled_age: float | None = None,
-        saga_age: float = math.inf,
-        event_age: float = math.inf,
         batch: int = 1000,
     ) -> None:
         super().__init__(driver, interval)
@@ -47,8 +44,6 @@ class Pruner(PeriodicService):
         self.discarded_age = discarded_age
         self.cancelled_age = completed_age if cancelled_age is None else cancelled_age
         self.inbox_age = inbox_age
-        self.saga_age = saga_age
-        self.event_age = event_age
         self.batch = batch
 
     def run_once(self) -> PruneReport:
@@ -68,26 +63,48 @@ class Pruner(PeriodicService):
                 if deleted < self.batch:
                     break
         inbox_deleted = self.driver.inbox_prune(self.inbox_age, self.batch)
-        sagas = self._drain(self.driver.sagas.prune, self.saga_age)
-        events = self._drain(self.driver.events.prune, self.event_age)
         return PruneReport(
             deleted=sum(counts.values()),
             inbox_deleted=inbox_deleted,
             completed=counts["completed"],
             cancelled=counts["cancelled"],
             discarded=counts["discarded"],
-            sagas=sagas,
-            events=events,
         )
 
-    def _drain(self, prune: Callable[[float, int], int], age: float) -> int:
-        """Batches of `prune` until one comes back short (or max_batches ran)."""
-        if math.isinf(age):
-            return 0
+
+@dataclass(frozen=True)
+class RetentionReport:
+    deleted: int
+
+
+class RetentionService(PeriodicService):
+    """A feature's retention: `prune(age, limit)` deletes up to `limit` of its records
+    finished over `age` seconds ago; it runs in batches until one comes back short (or
+    max_batches ran). math.inf keeps them. Subclasses set `name`."""
+
+    max_batches = 20
+
+    def __init__(
+        self,
+        driver: Driver,
+        interval: float,
+        *,
+        prune: Callable[[float, int], int],
+        age: float,
+        batch: int = 1000,
+    ) -> None:
+        super().__init__(driver, interval)
+        self.prune = prune
+        self.age = age
+        self.batch = batch
+
+    def run_once(self) -> RetentionReport:
+        if math.isinf(self.age):
+            return RetentionReport(0)  # kept for good
         total = 0
         for _ in range(self.max_batches):
-            deleted = prune(age, self.batch)
+            deleted = self.prune(self.age, self.batch)
             total += deleted
             if deleted < self.batch:
                 break
-        return total
+        return RetentionReport(total)

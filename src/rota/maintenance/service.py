@@ -19,7 +19,8 @@ DbCall = Callable[..., Awaitable[Any]]
 
 class PeriodicService:
     name: ClassVar[str] = "service"
-    leader_only: ClassVar[bool] = True
+    leader_only: ClassVar[bool] = True  # False: every worker runs it, leader or not
+    immediate: ClassVar[bool] = False  # run at once on start instead of after a random delay
 
     def __init__(self, driver: Driver, interval: float) -> None:
         if interval <= 0:
@@ -31,6 +32,10 @@ class PeriodicService:
     def run_once(self) -> object:
         raise NotImplementedError
 
+    def close(self) -> None:
+        """Called once (blocking, off the loop) when the worker stops: undo what only a
+        running worker should hold. Most services hold nothing."""
+
     def next_delay(self, report: object) -> float:
         """Seconds until the next pass after one that returned `report`: the interval,
         unless a service knows more work is coming (the batch controller after progress)."""
@@ -38,7 +43,7 @@ class PeriodicService:
 
     async def run(self, db: DbCall, is_leader: Callable[[], bool], stop: asyncio.Event) -> None:
         # A random first delay keeps many workers started together from beating in step.
-        delay = random.uniform(0, self.interval)
+        delay = 0.0 if self.immediate else random.uniform(0, self.interval)
         failures = 0
         while not stop.is_set():
             try:

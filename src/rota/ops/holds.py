@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 from rota.errors import ArgumentsError
 from rota.labels import check_queue_name
-from rota.maintenance.holds import apply_window, close_breaker
 from rota.ops.breakers import BreakerConfig
 from rota.ops.hold_model import BreakerRecord, QueueHold
+from rota.ops.service import apply_window, close_breaker
 from rota.ops.windows import WindowSchedule, schedule_from_json, window_schedule
 
 if TYPE_CHECKING:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rota.auth import Permission, Principal
+from rota.auth.feature import TokensFeature
 from rota.errors import ArgumentsError
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ def resolve(
     if principal is not None and not isinstance(principal, Principal):
         raise ArgumentsError(f"principal= takes a rota.Principal, not {type(principal).__name__}")
     if token is not None:
-        principal = app.tokens.authenticate(token)
+        principal = app.feature(TokensFeature).api.authenticate(token)
     elif principal is None:
         principal = Principal.direct()
     principal.require(needs)

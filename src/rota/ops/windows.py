@@ -1,6 +1,6 @@
 """Processing windows: when a queue may start jobs, as wall-clock spans in a time zone
 (`"01:00-05:00"`, `"Mon-Fri 22:00-02:00"`). Parsing, validation and the open/closed
-decision; the hold service applies it (rota.maintenance.holds)."""
+decision; the hold service applies it (rota.ops.service)."""
 
 from __future__ import annotations
 

@@ -11,14 +11,14 @@ from rota.schedules.spec import ConcurrencyPolicy, ScheduleSpec, parse_choice
 from rota.schedules.ticks import DstPolicy
 
 if TYPE_CHECKING:
-    from rota.app import App
+    from rota.schedules.registry import ScheduleRegistry
 
 
 class Schedule:
-    """`app.schedules[name]`: what `@app.cron` and `app.schedule()` declare."""
+    """`app.schedules[name]`: what `@app.cron` and `app.schedules.add()` declare."""
 
-    def __init__(self, app: App, spec: ScheduleSpec, job: JobInsert) -> None:
-        self.app = app
+    def __init__(self, registry: ScheduleRegistry, spec: ScheduleSpec, job: JobInsert) -> None:
+        self.registry = registry
         self.spec = spec
         self.job = job  # the job template: task, queue, priority, attempts, arguments
 
@@ -43,7 +43,7 @@ class Schedule:
         return value
 
     def upsert_row(self) -> ScheduleUpsert:
-        """The row `app.sync_schedules()` writes: definition fields only, never the status
+        """The row `app.schedules.sync()` writes: definition fields only, never the status
         (suspension, last times) that belongs to the database."""
         spec, job = self.spec, self.job
         return ScheduleUpsert(
@@ -67,16 +67,16 @@ class Schedule:
 
     def trigger(self, name: str | None = None) -> ScheduleRun:
         """Run it now, outside the schedule (`kubectl create job --from=cronjob/...`)."""
-        return self.app.trigger_schedule(self.spec.name, name=name)
+        return self.registry.trigger(self.spec.name, name=name)
 
     def suspend(self) -> ScheduleRecord:
-        return self.app.suspend_schedule(self.spec.name)
+        return self.registry.suspend(self.spec.name)
 
     def resume(self) -> ScheduleRecord:
-        return self.app.resume_schedule(self.spec.name)
+        return self.registry.resume(self.spec.name)
 
     def history(self, limit: int = 50) -> list[ScheduleRun]:
-        return self.app.schedule_history(self.spec.name, limit=limit)
+        return self.registry.history(self.spec.name, limit=limit)
 
 
 def spec_of(record: ScheduleRecord) -> ScheduleSpec:

@@ -1,6 +1,6 @@
 """Process-local job metrics: what this process enqueued and what its worker ran, kept
 in plain dicts under one lock, so the hot path pays a dict update and never a query.
-rota.observe.prometheus turns them into Prometheus metrics at scrape time."""
+rota.telemetry.prometheus turns them into Prometheus metrics at scrape time."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from rota.auth import Permission, Principal, Role
 from rota.web.problems import PROBLEM_JSON, Problem, from_exception
 
 if typing.TYPE_CHECKING:
-    from rota.app import App
+    from rota.standard import App
 
 REF = "#/components/schemas/{model}"
 ANONYMOUS = Principal(name="anonymous", role=Role.VIEWER, via="token")

@@ -12,7 +12,7 @@ from rota.auth import Principal, Role
 from rota.errors import AuthenticationError, ConfigurationError, PermissionDeniedError
 
 if TYPE_CHECKING:
-    from rota.app import App
+    from rota.standard import App
 
 COOKIE = "rota_token"
 # Sent by the dashboard's own scripts: a page on another site cannot add a custom header to

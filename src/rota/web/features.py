@@ -1,6 +1,7 @@
-"""Optional sections: a feature shows in the dashboard and API when the app has its
-namespace (`app.dlq`, `app.batches`, `app.workflows`, `app.sagas`). Adding one is a
-router module in rota.web.routes plus a Page here and a template."""
+"""Optional sections: a section shows in the dashboard when the feature behind it is
+plugged into the app (dead letters: the operations feature; batches, workflows, sagas).
+Adding one is a router module named in the feature's `routes`, a Page here and a
+template."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rota.app import App
+    from rota.standard import App
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ PAGES: list[Page] = [
     Page("/", "overview.html", "Overview"),
     Page("/jobs", "jobs.html", "Jobs"),
     Page("/jobs/{job_id:int}", "job.html", "Job", nav=False),
-    Page("/dead-letters", "dead_letters.html", "Dead letters"),
+    Page("/dead-letters", "dead_letters.html", "Dead letters", feature="dlq"),
     Page("/schedules", "schedules.html", "Schedules"),
     Page("/schedules/{name}", "schedule.html", "Schedule", nav=False),
     Page("/batches", "batches.html", "Batches", feature="batches"),
@@ -40,12 +41,14 @@ PAGES: list[Page] = [
     Page("/tokens", "tokens.html", "Tokens"),
 ]
 
-OPTIONAL = ("dlq", "batches", "workflows", "sagas")
+# Dashboard section -> the feature that brings it.
+OPTIONAL = {"dlq": "ops", "batches": "batches", "workflows": "workflows", "sagas": "sagas"}
 
 
 def available(app: App) -> list[str]:
-    """The optional namespaces this app has (they are cached properties on App)."""
-    return [name for name in OPTIONAL if getattr(type(app), name, None) is not None]
+    """The optional sections this app has: those whose feature is plugged in."""
+    plugged = app.features
+    return [section for section, feature in OPTIONAL.items() if feature in plugged]
 
 
 def pages(app: App) -> list[Page]:

@@ -4,6 +4,8 @@ static files. `create_app(app)` builds it; `serve(...)` runs it with uvicorn."""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
@@ -19,6 +21,8 @@ from starlette.staticfiles import StaticFiles
 from rota import __version__
 from rota.auth import Permission
 from rota.errors import AuthenticationError, PermissionDeniedError
+from rota.plugin import Feature
+from rota.standard import standard_features
 from rota.web import features
 from rota.web.api import Api, Call
 from rota.web.auth import COOKIE, CSRF_HEADER, Authenticator
@@ -27,16 +31,21 @@ from rota.web.problems import from_exception, problem_response
 from rota.web.routes import ROUTERS
 
 if TYPE_CHECKING:
-    from rota.app import App
+    from rota.standard import App
 
 HERE = Path(__file__).parent
 SESSION_DAYS = 7
 
 
-def build_api() -> Api:
+def build_api(feature_set: Iterable[Feature] | None = None) -> Api:
+    """The API of the engine and of `feature_set` (default: every standard feature)."""
     api = Api(title="rota", version=__version__)
     for register in ROUTERS:
         register(api)
+    for feature in standard_features() if feature_set is None else feature_set:
+        for reference in feature.routes:
+            module_name, _, attribute = reference.partition(":")
+            getattr(importlib.import_module(module_name), attribute)(api)
     _session_routes(api)
     return api
 
@@ -111,7 +120,7 @@ def create_app(
     """The dashboard and API for `app`. With `metrics`, GET /metrics serves the
     cluster-wide Prometheus metrics read from the database (needs a token with the read
     permission, like the API: Prometheus sends it with `authorization: credentials`)."""
-    api = build_api()
+    api = build_api(app.features.values())
     authenticate = Authenticator(app, no_auth=no_auth)
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
@@ -168,7 +177,7 @@ def create_app(
     render_metrics: Any = None
     if metrics:
         from rota.observe.cluster import cluster_registry
-        from rota.observe.prometheus import renderer
+        from rota.telemetry.prometheus import renderer
 
         render_metrics = renderer(cluster_registry(app.driver))
 

@@ -33,7 +33,6 @@ from rota.errors import (
 )
 from rota.job import SEALED_MARK, Job, JobState, Outcome
 from rota.payload import encode
-from rota.security.encryption import open_sealed
 from rota.task import Task
 
 log = logging.getLogger("rota.worker")
@@ -93,7 +92,7 @@ class Executor:
         if sealed:
             # Decrypted here and nowhere else: only the running task sees the arguments.
             try:
-                job = ctx.job = dataclasses.replace(job, args=open_sealed(job.args))
+                job = ctx.job = dataclasses.replace(job, args=self._open(job.args))
             except ConfigurationError as exc:
                 # Another worker may hold the key (a rolling key change): retry, don't drop.
                 return Execution(self._failure(job, token, exc, task), error=exc)
@@ -150,6 +149,15 @@ class Executor:
             job.id, token, JobState.COMPLETED, _COMPLETED_ENTRY, result_json=result_json
         )
         return Execution(completion, straggler)
+
+    def _open(self, args: dict[str, Any]) -> dict[str, Any]:
+        sealer = self.app.sealer
+        if sealer is None:
+            raise ConfigurationError(
+                "this job's arguments are encrypted, but no encryption feature is plugged "
+                "into this worker's App"
+            )
+        return sealer.open(args)
 
     # --- calling the function -----------------------------------------------------------
 

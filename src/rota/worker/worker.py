@@ -14,25 +14,18 @@ import signal
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rota.app import App
+from rota.app import App, ServiceContext
 from rota.context import Context
 from rota.drivers.base import Completion
 from rota.errors import DatabaseUnavailableError
 from rota.job import Job
-from rota.maintenance.batches import BatchController
-from rota.maintenance.cron import CronService
-from rota.maintenance.expirer import Expirer
-from rota.maintenance.holds import QueueHoldService
 from rota.maintenance.leader import Elector
 from rota.maintenance.pruner import Pruner
 from rota.maintenance.rescuer import Rescuer
 from rota.maintenance.service import PeriodicService
 from rota.maintenance.stager import Stager
-from rota.maintenance.workflows import WorkflowController
-from rota.sagas.service import SagaSupervisor
 from rota.settings import WorkerSettings
 from rota.telemetry.attempts import AttemptObserver
-from rota.worker.advertiser import Advertiser
 from rota.worker.completer import Completer
 from rota.worker.executor import Executor
 from rota.worker.fetcher import Fetcher
@@ -40,7 +33,7 @@ from rota.worker.heartbeat import Heartbeater
 from rota.worker.progress import ProgressWriter
 
 if TYPE_CHECKING:
-    from rota.observe.server import MetricsServer
+    from rota.telemetry.server import MetricsServer
     from rota.worker.health import HealthServer
 
 log = logging.getLogger("rota.worker")
@@ -77,56 +70,35 @@ class Worker:
         self.completer = Completer(self.driver, self.db, self._written)
         self.progress = ProgressWriter(self.driver, self.db)
         self.elector = Elector(self.driver, self.id, self.settings.leader_ttl)
-        # Only workers with capabilities advertise: plain ones cannot run routed jobs.
-        self.advertiser: Advertiser | None = None
-        if self.settings.capabilities:
-            self.advertiser = Advertiser(
-                self.driver,
-                self.db,
-                worker_id=self.id,
-                queues=list(self.settings.queues),
-                capabilities=sorted(self.settings.capabilities),
-                interval=self.settings.heartbeat_interval,
-                ttl=self.settings.lease,
-            )
+        # The engine's own services, then whatever the plugged features bring: the worker
+        # names none of them.
+        settings = self.settings
         self.services: list[PeriodicService] = [
-            Stager(self.driver, self.settings.stage_interval),
-            Rescuer(self.driver, self.settings.rescue_interval),
+            Stager(self.driver, settings.stage_interval),
+            Rescuer(self.driver, settings.rescue_interval),
             Pruner(
                 self.driver,
-                self.settings.prune_interval,
-                completed_age=self.settings.completed_retention,
-                discarded_age=self.settings.discarded_retention,
-                inbox_age=self.settings.inbox_retention,
-                cancelled_age=self.settings.cancelled_retention,
-                saga_age=self.settings.saga_retention,
-                event_age=self.settings.event_retention,
-                batch=self.settings.prune_batch,
+                settings.prune_interval,
+                completed_age=settings.completed_retention,
+                discarded_age=settings.discarded_retention,
+                inbox_age=settings.inbox_retention,
+                cancelled_age=settings.cancelled_retention,
+                batch=settings.prune_batch,
             ),
-            Expirer(self.driver, self.settings.stage_interval),
-            CronService(self.driver, self.settings.cron_interval, scheduler=self.id),
-            BatchController(self.driver, self.settings.batch_interval),
-            WorkflowController(
-                app,
-                self.settings.workflow_interval,
-                completed_retention=self.settings.completed_retention,
-                failed_retention=self.settings.discarded_retention,
-                prune_interval=self.settings.prune_interval,
-            ),
-            # Moves waiting work forward like the stager, so it shares its interval.
-            SagaSupervisor(self.driver, self.settings.stage_interval),
-            QueueHoldService(self.driver, self.settings.hold_interval),
         ]
+        context = ServiceContext(worker_id=self.id, settings=settings, driver=self.driver)
+        for feature in app.features.values():
+            self.services.extend(feature.services(context))
         self.health: HealthServer | None = None
         if self.settings.health_port is not None:
             from rota.worker.health import worker_server  # uvicorn loads only when asked for
 
             self.health = worker_server(self)
-        # Counters, spans and the log context of each attempt (rota.observe).
+        # Counters, spans and the log context of each attempt (rota.telemetry).
         self.observer = AttemptObserver(app.metrics)
         self.metrics_server: MetricsServer | None = None
         if self.settings.metrics_port is not None:
-            from rota.observe.server import worker_metrics_server
+            from rota.worker.metrics import worker_metrics_server
 
             self.metrics_server = worker_metrics_server(self)
 
@@ -203,13 +175,8 @@ class Worker:
         await self._wait_for_database()
         if self._stop.is_set():
             return
-        if self.app.schedules:
-            # The schedules declared in code become rows, which the leader's cron service
-            # reconciles and the CLI suspends, resumes and triggers.
-            await self.db(self.app.sync_schedules)
-        if self.app.events.subscribers:
-            # Stored subscriptions are what publishers deliver to, whatever code they run.
-            await self.db(self.app.events.sync)
+        # What the code declares (schedules, subscriptions) is stored before any job runs.
+        await self.db(self.app.prepare)
         stop_parts = asyncio.Event()
         background: list[asyncio.Task[Any]] = []
         completer_task = asyncio.create_task(self.completer.run(), name="rota-completer")
@@ -217,23 +184,22 @@ class Worker:
             asyncio.create_task(self.heartbeater.run(stop_parts), name="rota-heartbeat")
         )
         background.append(asyncio.create_task(self.progress.run(stop_parts), name="rota-progress"))
-        if self.advertiser is not None:
-            background.append(
-                asyncio.create_task(self.advertiser.run(stop_parts), name="rota-advertise")
-            )
         notifier = self.driver.notifier()
         background.append(
             asyncio.create_task(notifier.run(self._wake, self._control), name="rota-notify")
         )
         if self.settings.maintenance:
             background.append(asyncio.create_task(self.elector.run(self.db, stop_parts)))
-            for service in self.services:
-                background.append(
-                    asyncio.create_task(
-                        service.run(self.db, lambda: self.elector.is_leader, stop_parts),
-                        name=f"rota-{service.name}",
-                    )
+        for service in self.services:
+            # Leader-only services need a worker that takes part in the election.
+            if service.leader_only and not self.settings.maintenance:
+                continue
+            background.append(
+                asyncio.create_task(
+                    service.run(self.db, lambda: self.elector.is_leader, stop_parts),
+                    name=f"rota-{service.name}",
                 )
+            )
         fetch_tasks = []
         for queue, concurrency in self.settings.queues.items():
             fetcher = Fetcher(
@@ -278,8 +244,13 @@ class Worker:
             await asyncio.gather(*background, return_exceptions=True)
             with contextlib.suppress(Exception):
                 await self.db(self.elector.resign)
-            if self.advertiser is not None:
-                await self.advertiser.retire()
+            for service in self.services:
+                try:
+                    await self.db(service.close)
+                except Exception as exc:  # what it held expires on its own
+                    log.warning(
+                        "%s: closing failed (%s: %s)", service.name, type(exc).__name__, exc
+                    )
             self._db_pool.shutdown(wait=False)
             # Threads still running a sync task past the grace cannot be killed; they are
             # fenced (their leases are gone) and die with the process.

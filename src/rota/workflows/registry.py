@@ -11,9 +11,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from rota.context import Context
-from rota.drivers.base import JobInsert
+from rota.drivers.base import Driver, JobInsert
 from rota.errors import ArgumentsError, PayloadError, WorkflowError, WorkflowNotFoundError
 from rota.payload import encode
+from rota.schedules.feature import SchedulesFeature
 from rota.schedules.schedule import Schedule
 from rota.task import MAX_KEY_LENGTH, Task
 from rota.workflows import plan
@@ -58,6 +59,10 @@ class WorkflowRegistry:
         self.definitions: dict[str, Workflow] = {}
         self._start_task: Task[Any, Any] | None = None
 
+    @property
+    def driver(self) -> Driver:
+        return self._app.driver
+
     # --- declare ----------------------------------------------------------------------------
 
     def register(self, workflow: Workflow) -> Workflow:
@@ -93,7 +98,7 @@ class WorkflowRegistry:
         seen twice, or its job run twice, still starts one run."""
         self.register(workflow)
         workflow.check_args(dict(args or {}))
-        return self._app.schedule(
+        return self._app.feature(SchedulesFeature).api.add(
             self._starter(),
             expression,
             args={"workflow": workflow.name, "args": dict(args or {})},
@@ -342,10 +347,9 @@ class WorkflowRegistry:
                 key = f"{tick.schedule}@{tick.scheduled_local}"
             else:
                 key = f"{tick.schedule}@{tick.run}"
-            owner = task.app  # follows the CLI's --database-url rebinding of the task
             # The run and this job's completion commit together: exactly one start.
             with ctx.transaction() as conn:
-                owner.workflows.start(definition, args=args, key=key, conn=conn)
+                registry.start(definition, args=args, key=key, conn=conn)
 
         task: Task[Any, Any] = self._app.task(name=START_TASK, max_attempts=5)(start_workflow)
         self._start_task = task

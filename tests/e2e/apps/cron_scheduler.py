@@ -14,7 +14,7 @@ from datetime import datetime
 from cron_clock import accelerated
 
 import rota
-from rota.maintenance.cron import CronService
+from rota.schedules.service import CronService
 
 
 def main() -> None:

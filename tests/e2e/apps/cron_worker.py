@@ -11,7 +11,7 @@ import sys
 from cron_clock import accelerated
 
 import rota
-from rota.maintenance.cron import CronService
+from rota.schedules.service import CronService
 from rota.telemetry.logging import configure
 
 SCHEDULES = int(os.environ.get("CRON_SCHEDULES", "40"))

@@ -1,31 +1,17 @@
-"""API endpoints, one module per area. Each module has `register(api)`; a feature (dead
-letters, batches, workflows, sagas, metrics) plugs in by adding its module to ROUTERS."""
+"""The engine's API endpoints, one module per area, each with `register(api)`. A feature
+adds its own by naming its module's register function in `Feature.routes` (batches,
+workflows, sagas, dead letters, schedules, tokens); the server mounts those of the
+features plugged into the app."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from rota.web.api import Api
-from rota.web.routes import (
-    batches,
-    dead_letters,
-    jobs,
-    queues,
-    sagas,
-    schedules,
-    system,
-    tokens,
-    workflows,
-)
+from rota.web.routes import jobs, queues, system
 
 ROUTERS: list[Callable[[Api], None]] = [
     system.register,
     queues.register,
     jobs.register,
-    schedules.register,
-    dead_letters.register,
-    batches.register,
-    workflows.register,
-    sagas.register,
-    tokens.register,
 ]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rota.app import App
 from rota.auth import Permission
 from rota.job import JobState
+from rota.standard import App
 from rota.web.api import Api, Call
 from rota.web.models import NamePath, PausedOut, QueueOut, SeriesOut, SeriesQuery
 

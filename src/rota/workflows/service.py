@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, ClassVar
 from rota.maintenance.service import PeriodicService
 
 if TYPE_CHECKING:
-    from rota.app import App
+    from rota.workflows.registry import WorkflowRegistry
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class WorkflowController(PeriodicService):
 
     def __init__(
         self,
-        app: App,
+        workflows: WorkflowRegistry,
         interval: float,
         *,
         completed_retention: float = 24 * 3600.0,
@@ -39,8 +39,8 @@ class WorkflowController(PeriodicService):
         prune_interval: float = 60.0,
         page: int = 200,
     ) -> None:
-        super().__init__(app.driver, interval)
-        self.app = app
+        super().__init__(workflows.driver, interval)
+        self.workflows = workflows
         self.page = page  # running workflows read per query (a pass reads them all)
         # Finished runs are kept as long as jobs in the same end state (the pruner's
         # retention), so a run is never pruned before the jobs it points at.
@@ -50,7 +50,7 @@ class WorkflowController(PeriodicService):
         self._pruned_at = float("-inf")
 
     def run_once(self) -> WorkflowControllerReport:
-        report = self.app.workflows.advance(page=self.page)
+        report = self.workflows.advance(page=self.page)
         pruned = 0
         if time.monotonic() - self._pruned_at >= self.prune_interval:
             pruned = self.driver.workflows.prune(

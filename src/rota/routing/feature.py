@@ -1,0 +1,37 @@
+"""The routing feature: `app.routing`, the capabilities a worker advertises, and
+`rota queues unroutable`."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rota.maintenance.service import PeriodicService
+from rota.plugin import Feature, ServiceContext
+from rota.routing.advertiser import Advertiser
+from rota.routing.api import Routing
+
+
+class RoutingFeature(Feature):
+    name: ClassVar[str] = "routing"
+    commands: ClassVar[tuple[str, ...]] = ("rota.cli.routing:install",)
+
+    @functools.cached_property
+    def api(self) -> Routing:
+        return Routing(self.app)
+
+    def services(self, context: ServiceContext) -> Sequence[PeriodicService]:
+        settings = context.settings
+        if not settings.capabilities:
+            return ()  # only workers with capabilities advertise: plain ones run no routed job
+        return [
+            Advertiser(
+                context.driver,
+                worker_id=context.worker_id,
+                queues=list(settings.queues),
+                capabilities=sorted(settings.capabilities),
+                interval=settings.heartbeat_interval,
+                ttl=settings.lease,
+            )
+        ]

@@ -1,0 +1,73 @@
+"""A worker's own /metrics: its slots per queue, its roles and its completer, beside the
+process counters (rota.telemetry.prometheus), served by `--metrics-port`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from rota.telemetry.prometheus import ProcessCollector, registry_of
+from rota.telemetry.server import MetricsServer, metrics_app
+
+if TYPE_CHECKING:
+    from rota.worker.worker import Worker
+
+
+class WorkerCollector(Collector):
+    """A worker's slots per queue (running vs concurrency: saturation) and its roles."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        worker = self.worker
+        running = GaugeMetricFamily(
+            "rota_worker_running_jobs",
+            "Slots of this worker in use per queue (jobs running, or a timed-out sync task "
+            "whose thread has not returned yet).",
+            labels=("queue",),
+        )
+        concurrency = GaugeMetricFamily(
+            "rota_worker_concurrency", "Slots of this worker per queue.", labels=("queue",)
+        )
+        for queue, slots in sorted(worker.settings.queues.items()):
+            fetcher = worker.fetchers.get(queue)
+            busy = 0 if fetcher is None else fetcher.concurrency - fetcher.free
+            running.add_metric([queue], busy)
+            concurrency.add_metric([queue], slots)
+        yield running
+        yield concurrency
+        yield GaugeMetricFamily(
+            "rota_worker_leader",
+            "1 while this worker is the elected leader running the maintenance services.",
+            value=1 if worker.elector.is_leader else 0,
+        )
+        yield GaugeMetricFamily(
+            "rota_worker_completions_pending",
+            "Finished attempts waiting to be written by the completer.",
+            value=worker.completer.pending,
+        )
+        yield GaugeMetricFamily(
+            "rota_worker_ready",
+            "1 while the worker fetches jobs (started, database reachable, not draining).",
+            value=1 if worker.ready else 0,
+        )
+
+
+def worker_registry(worker: Worker) -> CollectorRegistry:
+    """What `rota worker --metrics-port` serves: this process's counters and its slots."""
+    return registry_of(ProcessCollector(worker.app.metrics), WorkerCollector(worker))
+
+
+def worker_metrics_server(worker: Worker) -> MetricsServer:
+    """The /metrics server of `worker` on its settings' metrics host and port."""
+    port = worker.settings.metrics_port
+    assert port is not None
+    app = metrics_app(worker_registry(worker), in_thread=False)
+    return MetricsServer(app, worker.settings.metrics_host, port)
