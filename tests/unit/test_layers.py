@@ -51,7 +51,6 @@ PENDING: set[tuple[str, str]] = {
     ("drivers", "ops"),
     ("drivers", "routing"),
     ("drivers", "security"),
-    ("drivers", "tenants"),
     ("drivers", "web"),
     ("drivers", "workflows"),
 }

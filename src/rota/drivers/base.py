@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from rota.drivers.database import Database
 from rota.job import Job, JobState
 from rota.ops.model import (
     PoisonedKey,
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from rota.batches.store import BatchStore
     from rota.ops.hold_store import HoldStore
     from rota.routing.store import RoutingStore
-    from rota.tenants.store import TenantStore
     from rota.web.records import JobSearch, LeaderRecord, SeriesPoint, WorkerSeen
     from rota.workflows.records import WorkflowStore
 
@@ -674,6 +674,11 @@ class Driver(Protocol):
     dialect: str
     latest_schema_version: int
 
+    @property
+    def database(self) -> Database[Any]:
+        """The dialect seam every feature store is written over (rota.drivers.database)."""
+        ...
+
     # Feature stores: each a small class in drivers/<dialect>/<feature>.py that borrows
     # the driver's connections, so one feature's SQL plumbing stays out of driver.py.
     @property
@@ -717,9 +722,6 @@ class Driver(Protocol):
 
     @property
     def routing(self) -> RoutingStore: ...
-
-    @property
-    def tenants(self) -> TenantStore: ...
 
     def close(self) -> None: ...
 

@@ -86,7 +86,9 @@ class Database(Protocol[ConnT]):
 
     dialect: str
     url: DatabaseURL
-    codec: Codec
+
+    @property
+    def codec(self) -> Codec: ...
 
     def query(
         self, name: str, params: Params | None = None, conn: ConnT | None = None

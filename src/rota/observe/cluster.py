@@ -20,6 +20,7 @@ from rota.observe.holds import hold_families
 from rota.observe.prometheus import registry_of
 from rota.schedules.schedule import spec_of
 from rota.tenants.metrics import tenant_families
+from rota.tenants.store import TenantStore
 
 log = logging.getLogger("rota.metrics")
 
@@ -82,7 +83,7 @@ class ClusterCollector(Collector):
             leaders = driver.metrics.leaders()
             schedules = driver.schedule_list()
             holds, breakers = driver.holds.hold_list(), driver.holds.breaker_list()
-            tenants = driver.tenants.tenant_list()
+            tenants = TenantStore(driver).tenant_list()
         except Exception as exc:  # a scrape reports the outage; it never raises
             log.warning("reading cluster metrics failed: %s: %s", type(exc).__name__, exc)
             up.add_metric([], 0)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from rota.errors import ArgumentsError
 from rota.labels import check_queue_name
 from rota.tenants.model import TenantRecord
+from rota.tenants.store import TenantStore
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -30,6 +31,10 @@ class Tenants:
     def __init__(self, app: App) -> None:
         self._app = app
 
+    @property
+    def store(self) -> TenantStore:
+        return TenantStore(self._app.driver)
+
     def set_fair(self, queue: str, fair: bool = True) -> None:
         """Make claims of `queue` fair by tenant (or, with False, plain again): each claim
         tops up the tenants with the fewest running jobs first, and tenant caps apply.
@@ -38,23 +43,23 @@ class Tenants:
         check_queue_name(queue, ArgumentsError)
         if not isinstance(fair, bool):
             raise ArgumentsError("fair must be True or False")
-        self._app.driver.tenants.queue_set_fair(queue, fair)
+        self.store.queue_set_fair(queue, fair)
 
     def fair_queues(self) -> builtins.list[str]:
-        return self._app.driver.tenants.queue_list_fair()
+        return self.store.queue_list_fair()
 
     def configure(self, name: str, *, max_running: int | None) -> TenantRecord:
         """Cap how many jobs of tenant `name` run at once, over all fair queues and
         workers (None removes the cap)."""
         check_queue_name(name, ArgumentsError)
-        self._app.driver.tenants.tenant_configure(name, check_cap(max_running))
+        self.store.tenant_configure(name, check_cap(max_running))
         return self.get(name)
 
     def get(self, name: str) -> TenantRecord:
         check_queue_name(name, ArgumentsError)
-        found = self._app.driver.tenants.tenant_list(name)
+        found = self.store.tenant_list(name)
         return found[0] if found else TenantRecord(name=name)
 
     def list(self) -> builtins.list[TenantRecord]:
         """Configured tenants and tenants with running or waiting jobs."""
-        return self._app.driver.tenants.tenant_list(None)
+        return self.store.tenant_list(None)

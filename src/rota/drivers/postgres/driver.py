@@ -48,7 +48,6 @@ from rota.drivers.postgres.metrics import PostgresMetricsStore
 from rota.drivers.postgres.ops import PostgresOpsStore
 from rota.drivers.postgres.routing import PostgresRoutingStore
 from rota.drivers.postgres.sagas import PostgresSagaStore
-from rota.drivers.postgres.tenants import PostgresTenantStore
 from rota.drivers.postgres.tokens import PostgresTokenStore
 from rota.drivers.postgres.web import PostgresWebStore
 from rota.drivers.postgres.workflows import PostgresWorkflowStore
@@ -212,7 +211,6 @@ class PostgresDriver:
         self.web = PostgresWebStore(self)
         self.holds = PostgresHoldStore(self)
         self.routing = PostgresRoutingStore(self)
-        self.tenants = PostgresTenantStore(self)
         self.workflows = PostgresWorkflowStore(self)
 
     # --- connections (through the dialect seam) ----------------------------------------

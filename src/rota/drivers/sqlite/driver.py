@@ -48,7 +48,6 @@ from rota.drivers.sqlite.metrics import SQLiteMetricsStore
 from rota.drivers.sqlite.ops import SQLiteOpsStore
 from rota.drivers.sqlite.routing import SQLiteRoutingStore
 from rota.drivers.sqlite.sagas import SQLiteSagaStore
-from rota.drivers.sqlite.tenants import SQLiteTenantStore
 from rota.drivers.sqlite.tokens import SQLiteTokenStore
 from rota.drivers.sqlite.web import SQLiteWebStore
 from rota.drivers.sqlite.workflows import SQLiteWorkflowStore
@@ -142,7 +141,6 @@ class SQLiteDriver:
         self.web = SQLiteWebStore(self)
         self.holds = SQLiteHoldStore(self)
         self.routing = SQLiteRoutingStore(self)
-        self.tenants = SQLiteTenantStore(self)
         self.workflows = SQLiteWorkflowStore(self)
 
     # --- connections (through the dialect seam) ----------------------------------------
