@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 import rota
 from rota.cli.main import cli
+from rota.routing.store import RoutingStore
 from tests.helpers import fast_settings, run_worker_until, wait_for
 
 
@@ -105,7 +106,7 @@ def test_unroutable_counts_only_live_workers_of_the_jobs_queue(app: rota.App) ->
 
     train.enqueue_many([{}, {}])
     first_huge = huge.enqueue()
-    routing = app.driver.routing
+    routing = RoutingStore(app.driver)
     # A gpu worker that serves another queue does not help jobs of "ml".
     routing.worker_advertise("other", ["default"], ["gpu", "tpu"], 30)
     assert {(u.requires, u.waiting) for u in app.routing.unroutable()} == {
@@ -162,7 +163,7 @@ def test_cli_unroutable_and_worker_capability_flag(app: rota.App, database_url: 
     assert text.exit_code == 3 and "gpu" in text.output
     bad = runner.invoke(cli, ["worker", "--app", "x:y", "--capability", "GPU"], env=env)
     assert bad.exit_code == 2 and "lower-case" in bad.output
-    app.driver.routing.worker_advertise("g1", ["ml"], ["gpu"], 30)
+    RoutingStore(app.driver).worker_advertise("g1", ["ml"], ["gpu"], 30)
     ok = runner.invoke(cli, ["queues", "unroutable"], env=env)
     assert ok.exit_code == 0 and "no unroutable jobs" in ok.output and "g1" in ok.output
 

@@ -49,7 +49,6 @@ LAYER_OF = {package: name for name, packages in LAYERS for package in packages}
 PENDING: set[tuple[str, str]] = {
     ("drivers", "batches"),
     ("drivers", "ops"),
-    ("drivers", "routing"),
     ("drivers", "security"),
     ("drivers", "web"),
     ("drivers", "workflows"),

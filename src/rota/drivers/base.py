@@ -25,7 +25,6 @@ from rota.ops.model import (
 if TYPE_CHECKING:
     from rota.batches.store import BatchStore
     from rota.ops.hold_store import HoldStore
-    from rota.routing.store import RoutingStore
     from rota.web.records import JobSearch, LeaderRecord, SeriesPoint, WorkerSeen
     from rota.workflows.records import WorkflowStore
 
@@ -719,9 +718,6 @@ class Driver(Protocol):
 
     @property
     def holds(self) -> HoldStore: ...
-
-    @property
-    def routing(self) -> RoutingStore: ...
 
     def close(self) -> None: ...
 

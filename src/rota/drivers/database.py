@@ -58,6 +58,10 @@ class Codec(Protocol):
         """A stored time as an aware UTC datetime (None stays None)."""
         ...
 
+    def instant(self, value: Any) -> datetime:
+        """A stored time that is never NULL (a NOT NULL column)."""
+        ...
+
     def time_param(self, value: datetime | None) -> Any:
         """An aware datetime as a query parameter."""
         ...

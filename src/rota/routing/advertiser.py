@@ -11,6 +11,7 @@ from typing import ClassVar
 
 from rota.drivers.base import Driver
 from rota.maintenance.service import PeriodicService
+from rota.routing.store import RoutingStore
 
 log = logging.getLogger("rota.worker")
 
@@ -44,11 +45,11 @@ class Advertiser(PeriodicService):
         self.ttl = max(ttl, 3 * interval)
 
     def run_once(self) -> AdvertiseReport:
-        self.driver.routing.worker_advertise(
+        RoutingStore(self.driver).worker_advertise(
             self.worker_id, self.queues, self.capabilities, self.ttl
         )
         return AdvertiseReport(len(self.capabilities))
 
     def close(self) -> None:
         # A clean stop removes the row at once; otherwise it expires after `ttl`.
-        self.driver.routing.worker_retire(self.worker_id)
+        RoutingStore(self.driver).worker_retire(self.worker_id)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from rota.errors import ArgumentsError
 from rota.labels import check_queue_name
 from rota.routing.model import Unroutable, WorkerAdvert
+from rota.routing.store import RoutingStore
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -22,7 +23,7 @@ class Routing:
 
     def workers(self) -> builtins.list[WorkerAdvert]:
         """Live workers that advertised capabilities (plain workers do not advertise)."""
-        return self._app.driver.routing.worker_list()
+        return RoutingStore(self._app.driver).worker_list()
 
     def unroutable(
         self, queue: str | None = None, *, limit: int = 100
@@ -34,4 +35,4 @@ class Routing:
             check_queue_name(queue, ArgumentsError)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
             raise ArgumentsError("limit must be from 1 to 10000")
-        return self._app.driver.routing.job_unroutable(queue, limit)
+        return RoutingStore(self._app.driver).job_unroutable(queue, limit)

@@ -34,6 +34,10 @@ class PostgresCodec:
     def time(self, value: Any) -> datetime | None:
         return value  # type: ignore[no-any-return]
 
+    def instant(self, value: Any) -> datetime:
+        assert isinstance(value, datetime)
+        return value
+
     def time_param(self, value: datetime | None) -> datetime | None:
         if value is not None and value.tzinfo is None:
             raise ConfigurationError("pass a timezone-aware datetime (e.g. datetime.now(UTC))")

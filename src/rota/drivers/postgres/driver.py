@@ -46,7 +46,6 @@ from rota.drivers.postgres.hardening import (
 from rota.drivers.postgres.holds import PostgresHoldStore
 from rota.drivers.postgres.metrics import PostgresMetricsStore
 from rota.drivers.postgres.ops import PostgresOpsStore
-from rota.drivers.postgres.routing import PostgresRoutingStore
 from rota.drivers.postgres.sagas import PostgresSagaStore
 from rota.drivers.postgres.tokens import PostgresTokenStore
 from rota.drivers.postgres.web import PostgresWebStore
@@ -210,7 +209,6 @@ class PostgresDriver:
         self.copy = PostgresCopyStore(self)
         self.web = PostgresWebStore(self)
         self.holds = PostgresHoldStore(self)
-        self.routing = PostgresRoutingStore(self)
         self.workflows = PostgresWorkflowStore(self)
 
     # --- connections (through the dialect seam) ----------------------------------------

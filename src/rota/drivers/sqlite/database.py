@@ -25,6 +25,9 @@ class SQLiteCodec:
     def time(self, value: Any) -> datetime | None:
         return None if value is None else datetime.fromtimestamp(value, UTC)
 
+    def instant(self, value: Any) -> datetime:
+        return datetime.fromtimestamp(value, UTC)
+
     def time_param(self, value: datetime | None) -> float | None:
         if value is None:
             return None

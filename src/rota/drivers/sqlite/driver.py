@@ -46,7 +46,6 @@ from rota.drivers.sqlite.hardening import (
 from rota.drivers.sqlite.holds import SQLiteHoldStore
 from rota.drivers.sqlite.metrics import SQLiteMetricsStore
 from rota.drivers.sqlite.ops import SQLiteOpsStore
-from rota.drivers.sqlite.routing import SQLiteRoutingStore
 from rota.drivers.sqlite.sagas import SQLiteSagaStore
 from rota.drivers.sqlite.tokens import SQLiteTokenStore
 from rota.drivers.sqlite.web import SQLiteWebStore
@@ -140,7 +139,6 @@ class SQLiteDriver:
         self.copy = SQLiteCopyStore(self)
         self.web = SQLiteWebStore(self)
         self.holds = SQLiteHoldStore(self)
-        self.routing = SQLiteRoutingStore(self)
         self.workflows = SQLiteWorkflowStore(self)
 
     # --- connections (through the dialect seam) ----------------------------------------
