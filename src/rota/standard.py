@@ -14,10 +14,11 @@ from rota.auth.tokens import TokenRegistry
 from rota.batches.feature import BatchesFeature
 from rota.batches.registry import BatchRegistry
 from rota.batches.status import BatchStatus
-from rota.drivers.base import EventRecord, ScheduleRecord, ScheduleRun
+from rota.drivers.base import ScheduleRecord, ScheduleRun
 from rota.drivers.url import DatabaseURL
 from rota.events.bus import EventBus
 from rota.events.feature import EventsFeature
+from rota.events.store import EventRecord
 from rota.ops.dlq import DeadLetters
 from rota.ops.feature import OpsFeature
 from rota.ops.queues import QueueControls

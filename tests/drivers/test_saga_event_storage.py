@@ -11,13 +11,8 @@ import time
 from datetime import timedelta
 
 import rota
-from rota.drivers.base import (
-    Completion,
-    EventFilter,
-    SagaChange,
-    SagaStatus,
-    Subscription,
-)
+from rota.drivers.base import Completion, SagaChange, SagaStatus
+from rota.events.store import EventFilter, EventStore, Subscription
 from rota.job import JobState
 
 
@@ -155,16 +150,16 @@ def test_a_locked_saga_makes_a_second_transition_wait(pg_url: str) -> None:
 
 def test_events_deduplicated_by_key_and_filtered(app: rota.App) -> None:
     with app.transaction() as conn:
-        a = app.driver.events.insert(conn, "a.b", 1, '{"x": 1}', "key-1")
-        again = app.driver.events.insert(conn, "a.b", 1, '{"x": 2}', "key-1")
-        b = app.driver.events.insert(conn, "a.b", 2, "[1, 2]", None)
+        a = EventStore(app.driver).insert(conn, "a.b", 1, '{"x": 1}', "key-1")
+        again = EventStore(app.driver).insert(conn, "a.b", 1, '{"x": 2}', "key-1")
+        b = EventStore(app.driver).insert(conn, "a.b", 2, "[1, 2]", None)
     time.sleep(0.01)  # PostgreSQL's now() is the transaction's start
     with app.transaction() as conn:
-        c = app.driver.events.insert(conn, "c.d", 1, "null", None)
+        c = EventStore(app.driver).insert(conn, "c.d", 1, "null", None)
     assert a.created and not again.created and again.id == a.id and again.payload == {"x": 1}
     assert (b.payload, b.version, c.payload) == ([1, 2], 2, None)
-    assert app.driver.events.get(a.id) == a and app.driver.events.get(10_000) is None
-    search = app.driver.events.search
+    assert EventStore(app.driver).get(a.id) == a and EventStore(app.driver).get(10_000) is None
+    search = EventStore(app.driver).search
     assert [e.id for e in search(EventFilter(name="a.b"))] == [a.id, b.id]
     assert [e.id for e in search(EventFilter(after_id=a.id, until_id=b.id))] == [b.id]
     assert [e.id for e in search(EventFilter(since=c.published_at))] == [c.id]
@@ -172,7 +167,7 @@ def test_events_deduplicated_by_key_and_filtered(app: rota.App) -> None:
 
 
 def test_subscriptions_keep_their_first_time(app: rota.App) -> None:
-    events = app.driver.events
+    events = EventStore(app.driver)
     events.subscribe_many([Subscription("a.b", "t1", "default", 0, 5)])
     (first,) = events.subscriptions(None, None)
     time.sleep(0.02)

@@ -10,7 +10,7 @@ import click
 from rich.table import Table
 
 from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
-from rota.drivers.base import EventRecord, Subscription
+from rota.events.store import EventRecord, Subscription
 from rota.job import Job
 from rota.standard import App
 

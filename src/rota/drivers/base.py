@@ -527,72 +527,6 @@ class SagaStore(Protocol):
     def stalled(self, limit: int) -> list[StalledSaga]: ...
 
 
-@dataclass(frozen=True)
-class EventRecord:
-    """A published event: a fact with a stable id and a schema version."""
-
-    id: int
-    name: str
-    version: int
-    payload: Any
-    key: str | None
-    published_at: datetime
-    created: bool = True  # False: the key was published before; this is that event
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "version": self.version,
-            "payload": self.payload,
-            "key": self.key,
-            "published_at": self.published_at.isoformat(),
-        }
-
-
-@dataclass(frozen=True)
-class Subscription:
-    """A task that reacts to an event name, with the job policy its deliveries get."""
-
-    event: str
-    task: str
-    queue: str
-    priority: int
-    max_attempts: int
-    created_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class EventFilter:
-    name: str | None = None
-    after_id: int | None = None
-    until_id: int | None = None
-    since: datetime | None = None
-    limit: int = 1000
-
-
-class EventStore(Protocol):
-    """Events and subscriptions (rota.events); `conn` joins the caller's transaction."""
-
-    def insert(
-        self, conn: Any, name: str, version: int, payload_json: str, key: str | None
-    ) -> EventRecord: ...
-
-    def get(self, event_id: int) -> EventRecord | None: ...
-
-    def search(self, where: EventFilter) -> list[EventRecord]: ...
-
-    def subscriptions(self, conn: Any, event: str | None) -> list[Subscription]: ...
-
-    def subscribe_many(self, rows: Sequence[Subscription], conn: Any = None) -> None: ...
-
-    def unsubscribe(self, event: str, task: str) -> bool: ...
-
-    def prune(self, age: float, limit: int) -> int:
-        """Delete up to `limit` events published over `age` seconds ago."""
-        ...
-
-
 class OpsStore(Protocol):
     """Dead letters, replays, queue controls, expiry and retention (see rota.ops)."""
 
@@ -691,9 +625,6 @@ class Driver(Protocol):
 
     @property
     def sagas(self) -> SagaStore: ...
-
-    @property
-    def events(self) -> EventStore: ...
 
     @property
     def metrics(self) -> MetricsStore: ...

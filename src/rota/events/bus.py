@@ -14,8 +14,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from rota.context import Context
-from rota.drivers.base import EventFilter, EventRecord, JobInsert, Subscription
+from rota.drivers.base import JobInsert
 from rota.errors import ArgumentsError, PayloadError, TaskDefinitionError
+from rota.events.store import EventFilter, EventRecord, EventStore, Subscription
 from rota.job import Job
 from rota.payload import encode
 from rota.retry import Backoff
@@ -115,6 +116,10 @@ class EventBus:
         self.subscribers: dict[str, builtins.list[Task[Any, Any]]] = {}
         self._synced = False
 
+    @property
+    def store(self) -> EventStore:
+        return EventStore(self._app.driver)
+
     def database_changed(self) -> None:
         """The app now points at another database: store the subscriptions there too."""
         self._synced = False
@@ -180,18 +185,18 @@ class EventBus:
         start; publish does it once on first use). Known ones keep their start time."""
         declared = self._declared()
         if declared:
-            self._app.driver.events.subscribe_many(declared)
+            self.store.subscribe_many(declared)
         self._synced = True
         return declared
 
     def subscriptions(self) -> builtins.list[Subscription]:
         """Every stored subscription, with when it was first stored."""
-        return self._app.driver.events.subscriptions(None, None)
+        return self.store.subscriptions(None, None)
 
     def unsubscribe(self, event: str, subscriber: Task[Any, Any] | str) -> bool:
         """Forget a stored subscription: its task gets no more deliveries."""
         task = subscriber.name if isinstance(subscriber, Task) else subscriber
-        return self._app.driver.events.unsubscribe(check_event_name(event), task)
+        return self.store.unsubscribe(check_event_name(event), task)
 
     # --- publish -----------------------------------------------------------------------
 
@@ -231,7 +236,7 @@ class EventBus:
             if self._app.driver.dialect == "sqlite":
                 # The caller's transaction holds the file's write lock: store them in it
                 # (and again next time, since that transaction may still roll back).
-                self._app.driver.events.subscribe_many(self._declared(), conn=conn)
+                self.store.subscribe_many(self._declared(), conn=conn)
             else:
                 # Apart, once: upserts in every caller's transaction would hold the
                 # subscription rows' locks until each commits, serialising publishers.
@@ -248,11 +253,11 @@ class EventBus:
         *,
         deferred: bool = False,
     ) -> tuple[EventRecord, builtins.list[Job]]:
-        driver = self._app.driver
-        event = driver.events.insert(conn, name, version, payload_json, key)
+        store = self.store
+        event = store.insert(conn, name, version, payload_json, key)
         if not event.created:
             return event, []
-        subs = driver.events.subscriptions(conn, name)
+        subs = store.subscriptions(conn, name)
         rows = [_delivery_row(s, event, payload_json) for s in subs]
         return event, self._insert(rows, conn, deferred=deferred)
 
@@ -273,7 +278,7 @@ class EventBus:
     # --- look and replay ---------------------------------------------------------------
 
     def get(self, event_id: int) -> EventRecord | None:
-        return self._app.driver.events.get(event_id)
+        return self.store.get(event_id)
 
     def list(
         self,
@@ -294,7 +299,7 @@ class EventBus:
         for label, value in (("after_id", after_id), ("until_id", until_id)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ArgumentsError(f"{label} must be an event id (an integer), not {value!r}")
-        return self._app.driver.events.search(
+        return self.store.search(
             EventFilter(name=name, after_id=after_id, until_id=until_id, since=since, limit=limit)
         )
 
@@ -330,11 +335,11 @@ class EventBus:
         wanted = None
         if subscriber is not None:
             wanted = subscriber.name if isinstance(subscriber, Task) else subscriber
-        stored = self._app.driver.events.subscriptions(None, None)
+        stored = self.store.subscriptions(None, None)
         if not self._synced and wanted is not None and all(s.task != wanted for s in stored):
             # A subscriber declared here but not stored yet (no worker started since).
             self.sync()
-            stored = self._app.driver.events.subscriptions(None, None)
+            stored = self.store.subscriptions(None, None)
         rows: builtins.list[JobInsert] = []
         for item in events:
             subs = [s for s in stored if s.event == item.name and wanted in (None, s.task)]

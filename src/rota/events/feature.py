@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from rota.events.bus import EventBus
+from rota.events.store import EventStore
 from rota.maintenance.pruner import RetentionService
 from rota.maintenance.service import PeriodicService
 from rota.plugin import Feature, ServiceContext
@@ -43,7 +44,7 @@ class EventsFeature(Feature):
             EventRetention(
                 driver,
                 settings.prune_interval,
-                prune=driver.events.prune,
+                prune=EventStore(driver).prune,
                 age=settings.event_retention,
                 batch=settings.prune_batch,
             )

@@ -37,7 +37,6 @@ from rota.drivers.base import (
 from rota.drivers.postgres.batches import PostgresBatchStore
 from rota.drivers.postgres.copy import PostgresCopyStore
 from rota.drivers.postgres.database import PostgresDatabase
-from rota.drivers.postgres.events import PostgresEventStore
 from rota.drivers.postgres.hardening import (
     PostgresCatalogStore,
     PostgresProgressStore,
@@ -201,7 +200,6 @@ class PostgresDriver:
         self._held_back: set[str] = set()
         self.batches = PostgresBatchStore(self)
         self.sagas = PostgresSagaStore(self)
-        self.events = PostgresEventStore(self)
         self.metrics = PostgresMetricsStore(self)
         self.progress = PostgresProgressStore(self)
         self.sealed = PostgresSealedArgsStore(self)

@@ -37,7 +37,6 @@ from rota.drivers.base import (
 from rota.drivers.sqlite.batches import SQLiteBatchStore
 from rota.drivers.sqlite.copy import SQLiteCopyStore
 from rota.drivers.sqlite.database import SQLiteDatabase
-from rota.drivers.sqlite.events import SQLiteEventStore
 from rota.drivers.sqlite.hardening import (
     SQLiteCatalogStore,
     SQLiteProgressStore,
@@ -131,7 +130,6 @@ class SQLiteDriver:
         self._held_back: set[str] = set()
         self.batches = SQLiteBatchStore(self)
         self.sagas = SQLiteSagaStore(self)
-        self.events = SQLiteEventStore(self)
         self.metrics = SQLiteMetricsStore(self)
         self.progress = SQLiteProgressStore(self)
         self.sealed = SQLiteSealedArgsStore(self)

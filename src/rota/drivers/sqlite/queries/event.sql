@@ -12,12 +12,14 @@ SELECT * FROM rota_events WHERE key = :key
 SELECT * FROM rota_events WHERE id = :id
 
 -- name: event_list
--- Oldest first: by name, an id range and a publish-time lower bound.
+-- Oldest first: by name, an id range and a publish-time lower bound. Half a microsecond of
+-- slack: a time read back from a REAL (a datetime, in whole microseconds) must still
+-- match the event it came from.
 SELECT * FROM rota_events
 WHERE (:name IS NULL OR name = :name)
   AND (:after_id IS NULL OR id > :after_id)
   AND (:until_id IS NULL OR id <= :until_id)
-  AND (:since IS NULL OR published_at >= :since)
+  AND (:since IS NULL OR published_at >= :since - 5e-7)
 ORDER BY id
 LIMIT :limit
 
