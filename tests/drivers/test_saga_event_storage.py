@@ -11,14 +11,15 @@ import time
 from datetime import timedelta
 
 import rota
-from rota.drivers.base import Completion, SagaChange, SagaStatus
+from rota.drivers.base import Completion
 from rota.events.store import EventFilter, EventStore, Subscription
 from rota.job import JobState
+from rota.sagas.store import SagaChange, SagaStatus, SagaStore
 
 
 def new_saga(app: rota.App, key: str, conn: object = None) -> rota.SagaRecord:
     def insert(c: object) -> rota.SagaRecord:
-        saga = app.driver.sagas.insert(
+        saga = SagaStore(app.driver).insert(
             c,
             key=key,
             name="s",
@@ -54,21 +55,21 @@ def test_insert_update_history_and_search(app: rota.App) -> None:
     saga = new_saga(app, "k1")
     assert (saga.version, saga.status, saga.data, saga.job_id) == (1, "running", {"n": 1}, None)
     with app.transaction() as conn:
-        again = app.driver.sagas.insert(
+        again = SagaStore(app.driver).insert(
             conn, key="k1", name="s", step="a", plan_json="[]", data_json="{}", entry_json="{}"
         )
         assert again is None  # the key is taken
         job = app.driver.job_insert_many(
             [rota.App(app.url.raw).task(name="t")(lambda: None).build({})], conn=conn
         )[0]
-        linked = app.driver.sagas.set_job(conn, saga.id, job.id, 60.0)
+        linked = SagaStore(app.driver).set_job(conn, saga.id, job.id, 60.0)
     assert linked.job_id == job.id and linked.deadline_at is not None
     assert linked.deadline_at - linked.created_at > timedelta(seconds=59)
     time.sleep(0.01)
     with app.transaction() as conn:
-        locked = app.driver.sagas.lock(conn, saga.id)
+        locked = SagaStore(app.driver).lock(conn, saga.id)
         assert locked is not None and locked.version == 1
-        moved = app.driver.sagas.update(conn, change(saga.id, status=SagaStatus.COMPLETED))
+        moved = SagaStore(app.driver).update(conn, change(saga.id, status=SagaStatus.COMPLETED))
     assert (moved.version, moved.status, moved.data, moved.deadline_at) == (
         2,
         "completed",
@@ -77,13 +78,15 @@ def test_insert_update_history_and_search(app: rota.App) -> None:
     )
     assert [h["event"] for h in moved.history] == ["started", "moved"]
     assert moved.history[0]["at"] < moved.history[1]["at"]
-    assert app.driver.sagas.get("k1") == moved and app.driver.sagas.get_id(saga.id) == moved
+    assert (
+        SagaStore(app.driver).get("k1") == moved and SagaStore(app.driver).get_id(saga.id) == moved
+    )
     new_saga(app, "k2")
     k3 = new_saga(app, "k3")
-    assert [s.key for s in app.driver.sagas.search(None, None, 10, None)] == ["k3", "k2", "k1"]
-    assert [s.key for s in app.driver.sagas.search("completed", None, 10, None)] == ["k1"]
-    assert [s.key for s in app.driver.sagas.search(None, "s", 1, k3.id)] == ["k2"]
-    assert app.driver.sagas.search(None, "other", 10, None) == []
+    assert [s.key for s in SagaStore(app.driver).search(None, None, 10, None)] == ["k3", "k2", "k1"]
+    assert [s.key for s in SagaStore(app.driver).search("completed", None, 10, None)] == ["k1"]
+    assert [s.key for s in SagaStore(app.driver).search(None, "s", 1, k3.id)] == ["k2"]
+    assert SagaStore(app.driver).search(None, "other", 10, None) == []
 
 
 def test_stalled_sagas_by_job_state_and_deadline(app: rota.App) -> None:
@@ -94,9 +97,9 @@ def test_stalled_sagas_by_job_state_and_deadline(app: rota.App) -> None:
             saga = new_saga(app, key, conn)
             job = app.driver.job_insert_many([task.build({})], conn=conn)[0]
             deadline = 0.01 if key == "overdue" else 3600.0
-            app.driver.sagas.set_job(conn, saga.id, job.id, deadline)
+            SagaStore(app.driver).set_job(conn, saga.id, job.id, deadline)
             found[key] = job.id
-        app.driver.sagas.update(conn, change(saga.id, status=SagaStatus.COMPENSATED))
+        SagaStore(app.driver).update(conn, change(saga.id, status=SagaStatus.COMPENSATED))
     app.cancel_job(found["cancelled"])
     claimed = app.driver.job_claim(found["discarded"], "w", 30)
     assert claimed is not None
@@ -104,7 +107,9 @@ def test_stalled_sagas_by_job_state_and_deadline(app: rota.App) -> None:
     discard = Completion(claimed.id, claimed.lease_token or "", JobState.DISCARDED, entry)
     assert app.driver.job_complete_many([discard]) == {claimed.id}
     time.sleep(0.05)
-    stalled = {app.driver.sagas.get_id(s.saga_id).key: s for s in app.driver.sagas.stalled(10)}  # type: ignore[union-attr]
+    stalled = {
+        SagaStore(app.driver).get_id(s.saga_id).key: s for s in SagaStore(app.driver).stalled(10)
+    }  # type: ignore[union-attr]
     assert sorted(stalled) == ["cancelled", "discarded", "overdue"]
     assert stalled["discarded"].job_state is JobState.DISCARDED
     assert stalled["cancelled"].job_state is JobState.CANCELLED
@@ -122,15 +127,15 @@ def test_a_locked_saga_makes_a_second_transition_wait(pg_url: str) -> None:
 
         def first() -> None:
             with app.transaction() as conn:
-                assert app.driver.sagas.lock(conn, saga.id) is not None
+                assert SagaStore(app.driver).lock(conn, saga.id) is not None
                 first_locked.set()
                 release.wait(5)
-                app.driver.sagas.update(conn, change(saga.id))
+                SagaStore(app.driver).update(conn, change(saga.id))
 
         def second() -> None:
             first_locked.wait(5)
             with app.transaction() as conn:
-                locked = app.driver.sagas.lock(conn, saga.id)
+                locked = SagaStore(app.driver).lock(conn, saga.id)
                 assert locked is not None
                 seen.append(locked.version)
 

@@ -19,6 +19,7 @@ import rota
 from rota.cli.main import cli
 from rota.sagas import engine, machine
 from rota.sagas.service import SagaSupervisor
+from rota.sagas.store import SagaStore
 from tests.helpers import fast_settings, run_worker_until, wait_for
 
 FAST_RETRY = rota.Backoff(base=0.01, cap=0.02)
@@ -411,7 +412,7 @@ def test_cli_ls_show_retry_abort(app: rota.App, database_url: str) -> None:
     with app.transaction() as conn:
         done = app.sagas.get("order-done")
         for _ in range(3):
-            saga = app.driver.sagas.lock(conn, done.id)
+            saga = SagaStore(app.driver).lock(conn, done.id)
             assert saga is not None
             engine.apply(
                 app.driver, conn, saga.id, saga.version, lambda s: machine.step_completed(s, None)
@@ -604,8 +605,7 @@ def test_abort_never_races_a_worker_claiming_the_waiting_step(app: rota.App) -> 
     its effect after the abort and leave it uncompensated (PostgreSQL let it through)."""
     shop = Shop(app)
     shop.start("order-race")
-    stores = app.driver.sagas
-    original = stores.update
+    original = SagaStore.update
     threads: list[threading.Thread] = []
 
     def run_worker() -> None:
@@ -613,7 +613,7 @@ def test_abort_never_races_a_worker_claiming_the_waiting_step(app: rota.App) -> 
         done = lambda: app.sagas.get("order-race").status.finished  # noqa: E731
         asyncio.run(run_worker_until(worker, done, timeout=30))
 
-    def update_after_a_worker_polled(conn: Any, change: Any) -> Any:
+    def update_after_a_worker_polled(store: SagaStore, conn: Any, change: Any) -> Any:
         if not threads:
             # Abort has checked the step's job and is about to record its move: a worker
             # starts now, polls a few times, and runs the step if it can claim the job.
@@ -622,13 +622,13 @@ def test_abort_never_races_a_worker_claiming_the_waiting_step(app: rota.App) -> 
             until = time.monotonic() + 1.0
             while not shop.effects["order-race"] and time.monotonic() < until:
                 time.sleep(0.02)
-        return original(conn, change)
+        return original(store, conn, change)
 
-    stores.update = update_after_a_worker_polled  # type: ignore[method-assign]
+    SagaStore.update = update_after_a_worker_polled  # type: ignore[method-assign]
     try:
         app.sagas.abort("order-race", reason="customer cancelled")
     finally:
-        stores.update = original  # type: ignore[method-assign]
+        SagaStore.update = original  # type: ignore[method-assign]
     threads[0].join(35)
     saga = app.sagas.get("order-race")
     assert saga.status is rota.SagaStatus.COMPENSATED
@@ -660,7 +660,7 @@ def test_the_supervisor_passes_over_a_saga_whose_step_holds_its_row(pg_url: str)
     worker.start()
     try:
         assert started.wait(10)
-        assert wait_for(lambda: [s for s in app.driver.sagas.stalled(10) if s.overdue])
+        assert wait_for(lambda: [s for s in SagaStore(app.driver).stalled(10) if s.overdue])
         supervising = threading.Thread(target=app.sagas.supervise)
         supervising.start()
         supervising.join(3)

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import rota
-from rota.drivers.base import SagaRecord, SagaStatus
 from rota.sagas import engine, machine
+from rota.sagas.store import SagaRecord, SagaStatus
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
-from rota.drivers.base import SagaRecord, SagaStatus
+from rota.sagas.store import SagaRecord, SagaStatus
 from rota.sagas.view import saga_json
 from rota.standard import App
 

@@ -424,109 +424,6 @@ class MetricsStore(Protocol):
     def workers(self) -> list[WorkerReport]: ...
 
 
-class SagaStatus(enum.StrEnum):
-    RUNNING = "running"  # forward steps are executing
-    COMPENSATING = "compensating"  # undoing the completed steps, newest first
-    COMPLETED = "completed"  # every step succeeded
-    COMPENSATED = "compensated"  # a step failed (or an abort) and every undo succeeded
-    FAILED = "failed"  # an undo kept failing: a human must look
-
-    @property
-    def finished(self) -> bool:
-        return self in (SagaStatus.COMPLETED, SagaStatus.COMPENSATED, SagaStatus.FAILED)
-
-
-@dataclass(frozen=True)
-class SagaRecord:
-    """A stored saga: where it is (`status`, `step`), what it knows (`data`), and how
-    it got there (`history`, oldest first, each entry with its database time `at`)."""
-
-    id: int
-    key: str
-    name: str
-    status: SagaStatus
-    step: str | None
-    version: int
-    job_id: int | None
-    plan: list[dict[str, Any]]
-    data: dict[str, Any]
-    error: str | None
-    history: tuple[dict[str, Any], ...]
-    deadline_at: datetime | None
-    created_at: datetime
-    updated_at: datetime
-
-
-@dataclass(frozen=True)
-class SagaChange:
-    """One transition of a locked saga (the version goes up by one)."""
-
-    saga_id: int
-    status: SagaStatus
-    step: str | None
-    job_id: int | None
-    data_json: str
-    error: str | None
-    entry_json: str  # the history entry; the store adds its time
-    deadline: float | None = None  # seconds from now the new step may take in all
-
-
-@dataclass(frozen=True)
-class StalledSaga:
-    """A saga in flight whose job ended without moving it on, or whose step is overdue."""
-
-    saga_id: int
-    version: int
-    job_id: int | None
-    job_state: JobState | None  # None: the job is gone (pruned)
-    overdue: bool
-
-
-class SagaStore(Protocol):
-    """Saga rows (rota.sagas). Methods taking `conn` join the caller's transaction;
-    `lock` holds the row until it ends (FOR UPDATE; BEGIN IMMEDIATE on SQLite)."""
-
-    def insert(
-        self,
-        conn: Any,
-        *,
-        key: str,
-        name: str,
-        step: str,
-        plan_json: str,
-        data_json: str,
-        entry_json: str,
-    ) -> SagaRecord | None: ...
-
-    def set_job(
-        self, conn: Any, saga_id: int, job_id: int, deadline: float | None
-    ) -> SagaRecord: ...
-
-    def lock(self, conn: Any, saga_id: int) -> SagaRecord | None: ...
-
-    def try_lock(self, conn: Any, saga_id: int) -> SagaRecord | None: ...
-
-    def lock_key(self, conn: Any, key: str) -> SagaRecord | None: ...
-
-    def job_state(self, conn: Any, job_id: int) -> JobState | None: ...
-
-    def update(self, conn: Any, change: SagaChange) -> SagaRecord: ...
-
-    def get(self, key: str) -> SagaRecord | None: ...
-
-    def get_id(self, saga_id: int) -> SagaRecord | None: ...
-
-    def search(
-        self, status: str | None, name: str | None, limit: int, before_id: int | None
-    ) -> list[SagaRecord]: ...
-
-    def prune(self, age: float, limit: int) -> int:
-        """Delete up to `limit` sagas finished (completed, compensated) over `age` s ago."""
-        ...
-
-    def stalled(self, limit: int) -> list[StalledSaga]: ...
-
-
 class OpsStore(Protocol):
     """Dead letters, replays, queue controls, expiry and retention (see rota.ops)."""
 
@@ -622,9 +519,6 @@ class Driver(Protocol):
 
     @property
     def batches(self) -> BatchStore: ...
-
-    @property
-    def sagas(self) -> SagaStore: ...
 
     @property
     def metrics(self) -> MetricsStore: ...

@@ -62,6 +62,11 @@ class Codec(Protocol):
         """A stored time that is never NULL (a NOT NULL column)."""
         ...
 
+    def json_time(self, value: Any) -> datetime | None:
+        """A time written by SQL into a JSON document (a history entry): an ISO string
+        on PostgreSQL, Unix seconds on SQLite."""
+        ...
+
     def time_param(self, value: datetime | None) -> Any:
         """An aware datetime as a query parameter."""
         ...

@@ -2,8 +2,8 @@
 each (status, step, data, history) and moved on by their step jobs in one transaction
 per transition."""
 
-from rota.drivers.base import SagaRecord, SagaStatus
 from rota.sagas.definition import Saga, SagaStep
 from rota.sagas.registry import SagaRegistry
+from rota.sagas.store import SagaRecord, SagaStatus
 
 __all__ = ["Saga", "SagaRecord", "SagaRegistry", "SagaStatus", "SagaStep"]

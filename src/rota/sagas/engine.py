@@ -9,9 +9,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from rota.drivers.base import Driver, JobInsert, SagaChange, SagaRecord
+from rota.drivers.base import Driver, JobInsert
 from rota.job import Job
 from rota.sagas.machine import Decision, NextJob, Phase
+from rota.sagas.store import SagaChange, SagaRecord, SagaStore
 
 log = logging.getLogger("rota.sagas")
 
@@ -55,7 +56,9 @@ def apply(
     version is no longer `version` (None: any). Returns the saga after the move, or
     None when nothing changed (or, with `wait=False`, when another transaction holds
     the row)."""
-    saga = driver.sagas.lock(conn, saga_id) if wait else driver.sagas.try_lock(conn, saga_id)
+    saga = (
+        SagaStore(driver).lock(conn, saga_id) if wait else SagaStore(driver).try_lock(conn, saga_id)
+    )
     if saga is None or (version is not None and saga.version != version):
         return None
     decision = decide(saga)
@@ -83,7 +86,7 @@ def apply(
             else None
         ),
     )
-    return driver.sagas.update(conn, change)
+    return SagaStore(driver).update(conn, change)
 
 
 def start(
@@ -99,7 +102,7 @@ def start(
 ) -> SagaRecord | None:
     """Store a new saga and the job of its first step together; None if `key` is taken."""
     entry = {"event": "started", "step": first.step, "status": "running"}
-    saga = driver.sagas.insert(
+    saga = SagaStore(driver).insert(
         conn,
         key=key,
         name=name,
@@ -111,7 +114,7 @@ def start(
     if saga is None:
         return None
     job = insert([job_row(saga.id, key, saga.version, first)], conn)[0]
-    return driver.sagas.set_job(conn, saga.id, job.id, first.deadline)
+    return SagaStore(driver).set_job(conn, saga.id, job.id, first.deadline)
 
 
 def saga_ref(meta: dict[str, Any]) -> tuple[int, int, str, Phase] | None:

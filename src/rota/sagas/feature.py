@@ -12,6 +12,7 @@ from rota.maintenance.service import PeriodicService
 from rota.plugin import Feature, ServiceContext
 from rota.sagas.registry import SagaRegistry
 from rota.sagas.service import SagaSupervisor
+from rota.sagas.store import SagaStore
 
 
 class SagaRetention(RetentionService):
@@ -38,7 +39,7 @@ class SagasFeature(Feature):
             SagaRetention(
                 driver,
                 settings.prune_interval,
-                prune=driver.sagas.prune,
+                prune=SagaStore(driver).prune,
                 age=settings.saga_retention,
                 batch=settings.prune_batch,
             ),

@@ -7,7 +7,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-from rota.drivers.base import SagaRecord, SagaStatus
+from rota.sagas.store import SagaRecord, SagaStatus
 
 
 class Phase(enum.StrEnum):

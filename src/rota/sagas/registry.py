@@ -8,7 +8,7 @@ import contextlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from rota.drivers.base import JobInsert, SagaRecord, SagaStatus
+from rota.drivers.base import JobInsert
 from rota.errors import (
     ArgumentsError,
     InvalidTransitionError,
@@ -24,6 +24,7 @@ from rota.sagas import engine, machine
 from rota.sagas.definition import Saga
 from rota.sagas.runner import register_step
 from rota.sagas.service import SagaReport, SagaSupervisor
+from rota.sagas.store import SagaRecord, SagaStatus, SagaStore
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -131,7 +132,7 @@ class SagaRegistry:
         )
         if started is not None:
             return started
-        existing = driver.sagas.lock_key(conn, key)
+        existing = SagaStore(driver).lock_key(conn, key)
         if existing is None:  # deleted between the two statements: let the caller retry
             raise SagaError(f"saga key {key!r} changed hands during the start; retry it")
         if existing.name != definition.name:
@@ -151,7 +152,7 @@ class SagaRegistry:
 
     def get(self, key: str) -> SagaRecord:
         """The saga with business key `key`: its status, step, data and history."""
-        saga = self._app.driver.sagas.get(_check_key(key))
+        saga = SagaStore(self._app.driver).get(_check_key(key))
         if saga is None:
             raise SagaNotFoundError(f"no saga with key {key!r}")
         return saga
@@ -173,7 +174,7 @@ class SagaRegistry:
                 raise ArgumentsError(f"unknown saga status {status!r}; known: {known}") from None
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
             raise ArgumentsError("limit must be from 1 to 10000")
-        return self._app.driver.sagas.search(
+        return SagaStore(self._app.driver).search(
             None if status is None else str(status), name, limit, before_id
         )
 
@@ -226,7 +227,7 @@ class SagaRegistry:
             raise ArgumentsError("reason must be a non-empty string")
         driver = self._app.driver
         with self._app.transaction() as conn:
-            saga = driver.sagas.lock_key(conn, key)
+            saga = SagaStore(driver).lock_key(conn, key)
             if saga is None:
                 raise SagaNotFoundError(f"no saga with key {key!r}")
             if saga.status is not SagaStatus.RUNNING:
@@ -235,7 +236,7 @@ class SagaRegistry:
                 )
             # Read under a row lock in this transaction: a worker claiming the job between
             # this check and the commit would run the step after the abort, uncompensated.
-            state = None if saga.job_id is None else driver.sagas.job_state(conn, saga.job_id)
+            state = None if saga.job_id is None else SagaStore(driver).job_state(conn, saga.job_id)
             if state is JobState.RUNNING and not force:
                 raise SagaError(
                     f"step {saga.step!r} of saga {key!r} is running now (job {saga.job_id}): "

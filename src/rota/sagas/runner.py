@@ -11,11 +11,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rota.context import Context
-from rota.drivers.base import SagaRecord, SagaStatus
 from rota.errors import Discard, RotaError
 from rota.payload import encode
 from rota.sagas import engine, machine
 from rota.sagas.machine import Phase
+from rota.sagas.store import SagaRecord, SagaStatus, SagaStore
 from rota.task import _takes_context
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def _runner(step: SagaStep, phase: Phase) -> Callable[[Context], None]:
         if ref is None:
             raise Discard(f"job {ctx.job.id} is not a saga job: its meta names no saga")
         saga_id, version, _, _ = ref
-        saga = ctx.driver.sagas.get_id(saga_id)
+        saga = SagaStore(ctx.driver).get_id(saga_id)
         if saga is None or saga.version != version or not _current(saga, step.name, status):
             # The saga moved on (this step committed already, or it was aborted or
             # retried under another job): running the function again would double it.

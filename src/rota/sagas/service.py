@@ -9,11 +9,11 @@ import contextlib
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rota.drivers.base import SagaRecord, SagaStatus, StalledSaga
 from rota.errors import RotaError
 from rota.job import Job, JobState
 from rota.maintenance.service import PeriodicService
 from rota.sagas import engine, machine
+from rota.sagas.store import SagaRecord, SagaStatus, SagaStore, StalledSaga
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class SagaSupervisor(PeriodicService):
 
     def run_once(self) -> SagaReport:
         failed = undone = overdue = 0
-        for stalled in self.driver.sagas.stalled(self.batch):
+        for stalled in SagaStore(self.driver).stalled(self.batch):
             job = None if stalled.job_id is None else self.driver.job_get(stalled.job_id)
             reason = failure_reason(stalled, job)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from rota.drivers.base import SagaRecord
+from rota.sagas.store import SagaRecord
 
 
 def _iso(value: Any) -> Any:

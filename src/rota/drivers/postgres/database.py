@@ -38,6 +38,11 @@ class PostgresCodec:
         assert isinstance(value, datetime)
         return value
 
+    def json_time(self, value: Any) -> datetime | None:
+        if value is None or isinstance(value, datetime):
+            return value
+        return datetime.fromisoformat(value)
+
     def time_param(self, value: datetime | None) -> datetime | None:
         if value is not None and value.tzinfo is None:
             raise ConfigurationError("pass a timezone-aware datetime (e.g. datetime.now(UTC))")

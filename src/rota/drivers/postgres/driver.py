@@ -45,7 +45,6 @@ from rota.drivers.postgres.hardening import (
 from rota.drivers.postgres.holds import PostgresHoldStore
 from rota.drivers.postgres.metrics import PostgresMetricsStore
 from rota.drivers.postgres.ops import PostgresOpsStore
-from rota.drivers.postgres.sagas import PostgresSagaStore
 from rota.drivers.postgres.tokens import PostgresTokenStore
 from rota.drivers.postgres.web import PostgresWebStore
 from rota.drivers.postgres.workflows import PostgresWorkflowStore
@@ -199,7 +198,6 @@ class PostgresDriver:
         # fetcher's hint to claim again soon.
         self._held_back: set[str] = set()
         self.batches = PostgresBatchStore(self)
-        self.sagas = PostgresSagaStore(self)
         self.metrics = PostgresMetricsStore(self)
         self.progress = PostgresProgressStore(self)
         self.sealed = PostgresSealedArgsStore(self)

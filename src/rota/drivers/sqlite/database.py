@@ -28,6 +28,13 @@ class SQLiteCodec:
     def instant(self, value: Any) -> datetime:
         return datetime.fromtimestamp(value, UTC)
 
+    def json_time(self, value: Any) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return datetime.fromisoformat(value)
+        return datetime.fromtimestamp(value, UTC)
+
     def time_param(self, value: datetime | None) -> float | None:
         if value is None:
             return None

@@ -45,7 +45,6 @@ from rota.drivers.sqlite.hardening import (
 from rota.drivers.sqlite.holds import SQLiteHoldStore
 from rota.drivers.sqlite.metrics import SQLiteMetricsStore
 from rota.drivers.sqlite.ops import SQLiteOpsStore
-from rota.drivers.sqlite.sagas import SQLiteSagaStore
 from rota.drivers.sqlite.tokens import SQLiteTokenStore
 from rota.drivers.sqlite.web import SQLiteWebStore
 from rota.drivers.sqlite.workflows import SQLiteWorkflowStore
@@ -129,7 +128,6 @@ class SQLiteDriver:
         # fetcher's hint to claim again soon.
         self._held_back: set[str] = set()
         self.batches = SQLiteBatchStore(self)
-        self.sagas = SQLiteSagaStore(self)
         self.metrics = SQLiteMetricsStore(self)
         self.progress = SQLiteProgressStore(self)
         self.sealed = SQLiteSealedArgsStore(self)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rota.auth import Permission
-from rota.drivers.base import SagaRecord
+from rota.sagas.store import SagaRecord
 from rota.sagas.view import saga_json
 from rota.web.api import Api, Call
 from rota.web.models import AbortBody, FeatureQuery, KeyPath, SagaOut
