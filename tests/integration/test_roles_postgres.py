@@ -21,6 +21,7 @@ import rota
 from rota.cli.main import cli
 from rota.web.records import JobSearch
 from rota.web.server import create_app
+from rota.web.store import WebStore
 from tests.conftest import PG_URL
 from tests.helpers import fast_settings, run_worker_until
 
@@ -164,9 +165,9 @@ def test_dead_letters_replay_and_metrics_roles(roles: Roles) -> None:
         (dead,) = reader.list_jobs(state="discarded")
         assert dead.history[-1].message == "card declined"
         assert [j.id for j in reader.dlq.list()] == [job.id]
-        assert [j.id for j in reader.driver.web.job_search(JobSearch(q="bill"))] == [job.id]
-        reader.driver.web.leader_list()
-        reader.driver.web.queue_series(3600.0, 60.0)
+        assert [j.id for j in WebStore(reader.driver).job_search(JobSearch(q="bill"))] == [job.id]
+        WebStore(reader.driver).leader_list()
+        WebStore(reader.driver).queue_series(3600.0, 60.0)
         with pytest.raises(rota.PermissionDeniedError):
             reader.retry_job(job.id)
         with pytest.raises(rota.PermissionDeniedError):

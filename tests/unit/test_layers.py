@@ -50,7 +50,6 @@ PENDING: set[tuple[str, str]] = {
     ("drivers", "batches"),
     ("drivers", "ops"),
     ("drivers", "security"),
-    ("drivers", "web"),
     ("drivers", "workflows"),
 }
 

@@ -25,7 +25,6 @@ from rota.ops.model import (
 if TYPE_CHECKING:
     from rota.batches.store import BatchStore
     from rota.ops.hold_store import HoldStore
-    from rota.web.records import JobSearch, LeaderRecord, SeriesPoint, WorkerSeen
     from rota.workflows.records import WorkflowStore
 
 # Called by a notifier when jobs may be waiting: with a queue name, or None for "any queue".
@@ -335,18 +334,6 @@ class TokenStore(Protocol):
     def revoke(self, name: str) -> bool: ...
 
 
-class WebStore(Protocol):
-    """Reads behind the HTTP API and the dashboard (records in rota.web.records)."""
-
-    def job_search(self, where: JobSearch) -> list[Job]: ...
-
-    def queue_series(self, window: float, bucket: float) -> list[SeriesPoint]: ...
-
-    def worker_list(self, window: float) -> list[WorkerSeen]: ...
-
-    def leader_list(self) -> list[LeaderRecord]: ...
-
-
 @dataclass(frozen=True)
 class ProgressUpdate:
     """The latest progress of one running job, written fenced by its lease token."""
@@ -396,32 +383,6 @@ class CatalogStore(Protocol):
     def sequences(self) -> list[str]: ...
 
     def functions(self) -> list[tuple[str, str]]: ...
-
-
-@dataclass(frozen=True)
-class LeaderReport:
-    """A live leader row: which worker holds a leader-only role (rota.observe metrics)."""
-
-    name: str
-    leader: str
-    elected_at: datetime
-    expires_at: datetime
-
-
-@dataclass(frozen=True)
-class WorkerReport:
-    """A worker holding live job leases, and how many jobs it runs."""
-
-    worker: str
-    running: int
-
-
-class MetricsStore(Protocol):
-    """Cheap reads for the cluster-wide Prometheus metrics (rota.observe.cluster)."""
-
-    def leaders(self) -> list[LeaderReport]: ...
-
-    def workers(self) -> list[WorkerReport]: ...
 
 
 class OpsStore(Protocol):
@@ -521,9 +482,6 @@ class Driver(Protocol):
     def batches(self) -> BatchStore: ...
 
     @property
-    def metrics(self) -> MetricsStore: ...
-
-    @property
     def progress(self) -> ProgressStore: ...
 
     @property
@@ -534,9 +492,6 @@ class Driver(Protocol):
 
     @property
     def copy(self) -> CopyStore: ...
-
-    @property
-    def web(self) -> WebStore: ...
 
     @property
     def workflows(self) -> WorkflowStore: ...

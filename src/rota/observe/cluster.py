@@ -13,11 +13,12 @@ from datetime import datetime
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from rota.drivers.base import Driver, LeaderReport, QueueReport, ScheduleRecord, WorkerReport
+from rota.drivers.base import Driver, QueueReport, ScheduleRecord
 from rota.errors import RotaError
 from rota.job import JobState
 from rota.observe.holds import hold_families
 from rota.observe.prometheus import registry_of
+from rota.observe.store import LeaderReport, MetricsStore, WorkerReport
 from rota.schedules.schedule import spec_of
 from rota.tenants.metrics import tenant_families
 from rota.tenants.store import TenantStore
@@ -79,8 +80,8 @@ class ClusterCollector(Collector):
             driver = self.driver
             now = driver.db_now()
             queues = driver.queue_list()
-            workers = driver.metrics.workers()
-            leaders = driver.metrics.leaders()
+            workers = MetricsStore(driver).workers()
+            leaders = MetricsStore(driver).leaders()
             schedules = driver.schedule_list()
             holds, breakers = driver.holds.hold_list(), driver.holds.breaker_list()
             tenants = TenantStore(driver).tenant_list()

@@ -43,10 +43,8 @@ from rota.drivers.postgres.hardening import (
     PostgresSealedArgsStore,
 )
 from rota.drivers.postgres.holds import PostgresHoldStore
-from rota.drivers.postgres.metrics import PostgresMetricsStore
 from rota.drivers.postgres.ops import PostgresOpsStore
 from rota.drivers.postgres.tokens import PostgresTokenStore
-from rota.drivers.postgres.web import PostgresWebStore
 from rota.drivers.postgres.workflows import PostgresWorkflowStore
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
@@ -198,12 +196,10 @@ class PostgresDriver:
         # fetcher's hint to claim again soon.
         self._held_back: set[str] = set()
         self.batches = PostgresBatchStore(self)
-        self.metrics = PostgresMetricsStore(self)
         self.progress = PostgresProgressStore(self)
         self.sealed = PostgresSealedArgsStore(self)
         self.catalog = PostgresCatalogStore(self)
         self.copy = PostgresCopyStore(self)
-        self.web = PostgresWebStore(self)
         self.holds = PostgresHoldStore(self)
         self.workflows = PostgresWorkflowStore(self)
 

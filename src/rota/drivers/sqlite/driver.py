@@ -43,10 +43,8 @@ from rota.drivers.sqlite.hardening import (
     SQLiteSealedArgsStore,
 )
 from rota.drivers.sqlite.holds import SQLiteHoldStore
-from rota.drivers.sqlite.metrics import SQLiteMetricsStore
 from rota.drivers.sqlite.ops import SQLiteOpsStore
 from rota.drivers.sqlite.tokens import SQLiteTokenStore
-from rota.drivers.sqlite.web import SQLiteWebStore
 from rota.drivers.sqlite.workflows import SQLiteWorkflowStore
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
@@ -128,12 +126,10 @@ class SQLiteDriver:
         # fetcher's hint to claim again soon.
         self._held_back: set[str] = set()
         self.batches = SQLiteBatchStore(self)
-        self.metrics = SQLiteMetricsStore(self)
         self.progress = SQLiteProgressStore(self)
         self.sealed = SQLiteSealedArgsStore(self)
         self.catalog = SQLiteCatalogStore(self)
         self.copy = SQLiteCopyStore(self)
-        self.web = SQLiteWebStore(self)
         self.holds = SQLiteHoldStore(self)
         self.workflows = SQLiteWorkflowStore(self)
 

@@ -7,6 +7,7 @@ from rota.errors import JobNotFoundError
 from rota.web.api import Api, Call
 from rota.web.models import EnqueueBody, JobOut, JobPath, JobQuery
 from rota.web.records import JobSearch
+from rota.web.store import WebStore
 
 
 def register(api: Api) -> None:
@@ -37,7 +38,7 @@ def register(api: Api) -> None:
             before_id=q.before_id,
             limit=q.limit,
         )
-        return [JobOut.of(j) for j in call.app.driver.web.job_search(where)]
+        return [JobOut.of(j) for j in WebStore(call.app.driver).job_search(where)]
 
     @api.route(
         "GET",

@@ -7,6 +7,7 @@ from rota.job import JobState
 from rota.standard import App
 from rota.web.api import Api, Call
 from rota.web.models import NamePath, PausedOut, QueueOut, SeriesOut, SeriesQuery
+from rota.web.store import WebStore
 
 WAITING = (JobState.AVAILABLE, JobState.SCHEDULED, JobState.RETRYABLE)
 
@@ -53,7 +54,7 @@ def register(api: Api) -> None:
         q: SeriesQuery = call.query
         size = max(1, -(-q.window // q.bucket))
         series: dict[str, dict[str, list[int]]] = {}
-        for point in call.app.driver.web.queue_series(float(q.window), float(q.bucket)):
+        for point in WebStore(call.app.driver).queue_series(float(q.window), float(q.bucket)):
             if 0 <= point.bucket < size:
                 kinds = series.setdefault(point.queue, {})
                 kinds.setdefault(point.kind, [0] * size)[point.bucket] += point.count

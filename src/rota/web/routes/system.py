@@ -8,6 +8,7 @@ from rota.errors import RotaError
 from rota.web.api import Api, Call
 from rota.web.models import HealthOut, LeaderOut, MeOut, WorkerOut, WorkersOut
 from rota.web.problems import problem_response
+from rota.web.store import WebStore
 
 # A worker counts as seen when it started a job within this many seconds.
 WORKER_WINDOW = 600.0
@@ -71,7 +72,7 @@ def register(api: Api) -> None:
     def workers(call: Call) -> WorkersOut:
         """Workers that run jobs now or started one in the last ten minutes, and who
         holds each leadership."""
-        store = call.app.driver.web
+        store = WebStore(call.app.driver)
         leaders = store.leader_list()
         led: dict[str, list[str]] = {}
         for lead in leaders:
