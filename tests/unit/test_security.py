@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rota.drivers.base import TableInfo
+from rota.drivers.catalog import TableInfo
 from rota.drivers.url import from_environment, from_file, parse, redact, scrub
 from rota.errors import ConfigurationError
 from rota.job import SEALED_MARK

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from rota.drivers.catalog import CatalogStore
 from rota.drivers.database import Database
 from rota.job import Job, JobState
 from rota.ops.model import (
@@ -350,41 +351,6 @@ class ProgressStore(Protocol):
     def record_many(self, updates: Sequence[ProgressUpdate]) -> set[int]: ...
 
 
-@dataclass(frozen=True)
-class SealedRow:
-    """A stored JSON object of sealed arguments: a job's or a schedule's template."""
-
-    id: int
-    args_json: str
-
-
-class SealedArgsStore(Protocol):
-    """Encrypted arguments at rest, paged by id, for `rota db rotate-key`. `kind` is
-    "job" or "schedule"; swap() writes only if the stored value is still `old_json`."""
-
-    def scan(self, kind: str, after: int, limit: int) -> list[SealedRow]: ...
-
-    def swap(self, kind: str, row_id: int, old_json: str, new_json: str) -> bool: ...
-
-
-@dataclass(frozen=True)
-class TableInfo:
-    name: str
-    columns: tuple[str, ...]
-
-
-class CatalogStore(Protocol):
-    """What rota objects exist in the database (for `rota db roles` and `rota db copy`)."""
-
-    def schema(self) -> str: ...
-
-    def tables(self) -> list[TableInfo]: ...
-
-    def sequences(self) -> list[str]: ...
-
-    def functions(self) -> list[tuple[str, str]]: ...
-
-
 class OpsStore(Protocol):
     """Dead letters, replays, queue controls, expiry and retention (see rota.ops)."""
 
@@ -483,9 +449,6 @@ class Driver(Protocol):
 
     @property
     def progress(self) -> ProgressStore: ...
-
-    @property
-    def sealed(self) -> SealedArgsStore: ...
 
     @property
     def catalog(self) -> CatalogStore: ...

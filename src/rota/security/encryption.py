@@ -15,6 +15,7 @@ from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
 from rota.errors import ConfigurationError
 from rota.job import SEALED_MARK
+from rota.security.store import SealedArgsStore
 
 if TYPE_CHECKING:
     from rota.drivers.base import Driver
@@ -133,10 +134,11 @@ def rotate_stored(driver: Driver, ring: Keyring, *, batch: int = 500) -> Rotatio
     it is safe beside running workers; old keys stay needed until this reports 0
     unreadable and 0 changed."""
     counts = {"resealed": 0, "current": 0, "unreadable": 0, "changed": 0}
+    store = SealedArgsStore(driver)
     for kind in ("job", "schedule"):
         after = 0
         while True:
-            rows = driver.sealed.scan(kind, after, batch)
+            rows = store.scan(kind, after, batch)
             if not rows:
                 break
             for row in rows:
@@ -148,7 +150,7 @@ def rotate_stored(driver: Driver, ring: Keyring, *, batch: int = 500) -> Rotatio
                     continue
                 if fresh is None:
                     counts["current"] += 1
-                elif driver.sealed.swap(kind, row.id, row.args_json, fresh):
+                elif store.swap(kind, row.id, row.args_json, fresh):
                     counts["resealed"] += 1
                 else:
                     counts["changed"] += 1

@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from rota.drivers.base import TableInfo
+from rota.drivers.catalog import TableInfo
 from rota.errors import ConfigurationError
 
 

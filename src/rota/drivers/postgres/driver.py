@@ -34,13 +34,12 @@ from rota.drivers.base import (
     claim_refusal,
     tick_minute,
 )
+from rota.drivers.catalog import CatalogStore
 from rota.drivers.postgres.batches import PostgresBatchStore
 from rota.drivers.postgres.copy import PostgresCopyStore
 from rota.drivers.postgres.database import PostgresDatabase
 from rota.drivers.postgres.hardening import (
-    PostgresCatalogStore,
     PostgresProgressStore,
-    PostgresSealedArgsStore,
 )
 from rota.drivers.postgres.holds import PostgresHoldStore
 from rota.drivers.postgres.ops import PostgresOpsStore
@@ -197,8 +196,7 @@ class PostgresDriver:
         self._held_back: set[str] = set()
         self.batches = PostgresBatchStore(self)
         self.progress = PostgresProgressStore(self)
-        self.sealed = PostgresSealedArgsStore(self)
-        self.catalog = PostgresCatalogStore(self)
+        self.catalog = CatalogStore(self.database)
         self.copy = PostgresCopyStore(self)
         self.holds = PostgresHoldStore(self)
         self.workflows = PostgresWorkflowStore(self)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from psycopg import sql
 
-from rota.drivers.base import CatalogStore
+from rota.drivers.catalog import CatalogStore
 from rota.security.roles import RolePlan
 
 

@@ -34,13 +34,12 @@ from rota.drivers.base import (
     claim_refusal,
     tick_minute,
 )
+from rota.drivers.catalog import CatalogStore
 from rota.drivers.sqlite.batches import SQLiteBatchStore
 from rota.drivers.sqlite.copy import SQLiteCopyStore
 from rota.drivers.sqlite.database import SQLiteDatabase
 from rota.drivers.sqlite.hardening import (
-    SQLiteCatalogStore,
     SQLiteProgressStore,
-    SQLiteSealedArgsStore,
 )
 from rota.drivers.sqlite.holds import SQLiteHoldStore
 from rota.drivers.sqlite.ops import SQLiteOpsStore
@@ -127,8 +126,7 @@ class SQLiteDriver:
         self._held_back: set[str] = set()
         self.batches = SQLiteBatchStore(self)
         self.progress = SQLiteProgressStore(self)
-        self.sealed = SQLiteSealedArgsStore(self)
-        self.catalog = SQLiteCatalogStore(self)
+        self.catalog = CatalogStore(self.database)
         self.copy = SQLiteCopyStore(self)
         self.holds = SQLiteHoldStore(self)
         self.workflows = SQLiteWorkflowStore(self)
