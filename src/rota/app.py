@@ -339,12 +339,12 @@ class App:
     def pause_queue(self, name: str) -> None:
         check_queue_name(name, ArgumentsError)
         # An operator's pause is one hold among a window's and a breaker's (rota.ops.holds).
-        self.driver.holds.hold_put(name, "manual", "paused by an operator", None)
+        self.driver.queue_hold_put(name, "manual", "paused by an operator", None)
 
     def resume_queue(self, name: str) -> None:
         """Lift the operator's pause; a closed window or an open breaker still holds it."""
         check_queue_name(name, ArgumentsError)
-        self.driver.holds.hold_drop(name, "manual")
+        self.driver.queue_hold_drop(name, "manual")
 
     # --- schema -------------------------------------------------------------------------
 

@@ -9,7 +9,8 @@ import click
 from rich.table import Table
 
 from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
-from rota.ops.hold_model import BreakerRecord, QueueHold
+from rota.drivers.base import QueueHold
+from rota.ops.hold_model import BreakerRecord
 from rota.ops.windows import WindowSchedule
 from rota.standard import App
 

@@ -11,9 +11,8 @@ from rich.table import Table
 
 from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
 from rota.cli.holds import held_by
-from rota.drivers.base import QueueReport
+from rota.drivers.base import QueueHold, QueueReport
 from rota.job import JobState
-from rota.ops.hold_model import QueueHold
 from rota.ops.model import PoisonedKey, QueueControl
 
 

@@ -9,23 +9,14 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from rota.drivers.catalog import CatalogStore
 from rota.drivers.database import Database
 from rota.job import Job, JobState
-from rota.ops.model import (
-    PoisonedKey,
-    QueueChange,
-    QueueControl,
-    ReplayRecord,
-    ReplayRequest,
-    Selection,
-)
 
 if TYPE_CHECKING:
     from rota.batches.store import BatchStore
-    from rota.ops.hold_store import HoldStore
     from rota.workflows.records import WorkflowStore
 
 # Called by a notifier when jobs may be waiting: with a queue name, or None for "any queue".
@@ -351,40 +342,6 @@ class ProgressStore(Protocol):
     def record_many(self, updates: Sequence[ProgressUpdate]) -> set[int]: ...
 
 
-class OpsStore(Protocol):
-    """Dead letters, replays, queue controls, expiry and retention (see rota.ops)."""
-
-    def dead_letter_count(self, selection: Selection, limit: int) -> tuple[dict[str, int], int]: ...
-
-    def dead_letter_dismiss(self, ids: Sequence[int], principal: str, reason: str) -> list[int]: ...
-
-    def dead_letter_list(
-        self, selection: Selection, limit: int, before_id: int | None
-    ) -> list[Job]: ...
-
-    def dead_letter_replay(self, replay: ReplayRequest) -> tuple[int, list[tuple[int, str]]]: ...
-
-    def job_expire_due(self, limit: int) -> int: ...
-
-    def job_prune(self, state: str, age: float, limit: int) -> int: ...
-
-    def queue_configure(self, change: QueueChange) -> QueueControl: ...
-
-    def queue_controls(self, name: str | None = None) -> list[QueueControl]: ...
-
-    def queue_limited(self, name: str) -> bool: ...
-
-    def queue_limited_hint(self, name: str) -> bool:
-        """Whether this driver's last claim from the queue was held back by a global or
-        rate limit while jobs kept waiting (in memory, no query): the fetcher then claims
-        again soon, and whenever one of its slots frees."""
-        ...
-
-    def queue_partitions(self, queue: str | None, limit: int) -> list[PoisonedKey]: ...
-
-    def replay_list(self, limit: int, before_id: int | None) -> list[ReplayRecord]: ...
-
-
 @dataclass(frozen=True)
 class CopyColumn:
     name: str
@@ -442,9 +399,6 @@ class Driver(Protocol):
     def tokens(self) -> TokenStore: ...
 
     @property
-    def ops(self) -> OpsStore: ...
-
-    @property
     def batches(self) -> BatchStore: ...
 
     @property
@@ -458,9 +412,6 @@ class Driver(Protocol):
 
     @property
     def workflows(self) -> WorkflowStore: ...
-
-    @property
-    def holds(self) -> HoldStore: ...
 
     def close(self) -> None: ...
 
@@ -502,6 +453,8 @@ class Driver(Protocol):
 
     def job_list(self, where: JobFilter) -> list[Job]: ...
 
+    def job_prune(self, state: str, age: float, limit: int) -> int: ...
+
     def job_prune_finished(self, completed_age: float, discarded_age: float, limit: int) -> int: ...
 
     def job_rescue_expired(self, limit: int) -> RescueReport: ...
@@ -521,6 +474,20 @@ class Driver(Protocol):
     def queue_durations(self, queue: str, window: float) -> DurationReport: ...
 
     def queue_list(self) -> list[QueueReport]: ...
+
+    def queue_hold_drop(self, queue: str, source: HoldSource) -> bool: ...
+
+    def queue_hold_list(self, queue: str | None = None) -> list[QueueHold]: ...
+
+    def queue_hold_put(
+        self, queue: str, source: HoldSource, reason: str, until: datetime | None
+    ) -> bool: ...
+
+    def queue_limited_hint(self, name: str) -> bool:
+        """Whether this driver's last claim from the queue was held back by a global or
+        rate limit while jobs kept waiting (in memory, no query): the fetcher then claims
+        again soon, and whenever one of its slots frees."""
+        ...
 
     def queue_set_paused(self, name: str, paused: bool) -> None: ...
 
@@ -568,3 +535,28 @@ async def sleep_or(event: asyncio.Event, seconds: float) -> bool:
     except TimeoutError:
         return False
     return True
+
+
+# Who holds a queue paused: an operator, a processing window or a circuit breaker.
+HoldSource = Literal["manual", "window", "breaker"]
+HOLD_SOURCES: tuple[HoldSource, ...] = ("manual", "window", "breaker")
+
+
+@dataclass(frozen=True)
+class QueueHold:
+    """One reason a queue is paused. The queue starts nothing while it has any hold."""
+
+    queue: str
+    source: HoldSource
+    reason: str
+    since: datetime
+    until: datetime | None = None  # when the holder expects to let go (informational)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "queue": self.queue,
+            "source": self.source,
+            "reason": self.reason,
+            "since": self.since.isoformat(),
+            "until": None if self.until is None else self.until.isoformat(),
+        }

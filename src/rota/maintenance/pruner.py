@@ -58,7 +58,7 @@ class Pruner(PeriodicService):
             if math.isinf(age):
                 continue  # kept for good
             for _ in range(self.max_batches):
-                deleted = self.driver.ops.job_prune(state, age, self.batch)
+                deleted = self.driver.job_prune(state, age, self.batch)
                 counts[state] += deleted
                 if deleted < self.batch:
                     break

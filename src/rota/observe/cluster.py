@@ -19,6 +19,7 @@ from rota.job import JobState
 from rota.observe.holds import hold_families
 from rota.observe.prometheus import registry_of
 from rota.observe.store import LeaderReport, MetricsStore, WorkerReport
+from rota.ops.hold_store import HoldStore
 from rota.schedules.schedule import spec_of
 from rota.tenants.metrics import tenant_families
 from rota.tenants.store import TenantStore
@@ -83,7 +84,7 @@ class ClusterCollector(Collector):
             workers = MetricsStore(driver).workers()
             leaders = MetricsStore(driver).leaders()
             schedules = driver.schedule_list()
-            holds, breakers = driver.holds.hold_list(), driver.holds.breaker_list()
+            holds, breakers = driver.queue_hold_list(), HoldStore(driver).breaker_list()
             tenants = TenantStore(driver).tenant_list()
         except Exception as exc:  # a scrape reports the outage; it never raises
             log.warning("reading cluster metrics failed: %s: %s", type(exc).__name__, exc)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from rota.ops.hold_model import BREAKER_STATES, HOLD_SOURCES, BreakerRecord, QueueHold
+from rota.drivers.base import QueueHold
+from rota.ops.hold_model import BREAKER_STATES, HOLD_SOURCES, BreakerRecord
 
 
 def hold_families(holds: list[QueueHold], breakers: list[BreakerRecord]) -> list[Metric]:

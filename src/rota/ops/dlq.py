@@ -13,6 +13,7 @@ from rota.errors import ArgumentsError, JobNotFoundError
 from rota.job import Job
 from rota.ops.model import ReplayRecord, ReplayReport, ReplayRequest, Selection
 from rota.ops.principal import resolve
+from rota.ops.store import OpsStore
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -43,7 +44,7 @@ class DeadLetters:
         chosen = Selection.of(selection, **filters)
         _check_range("limit", limit, 1, 10_000)
         resolve(self._app, principal, token, Permission.DLQ_READ)
-        return self._app.driver.ops.dead_letter_list(chosen, limit, before_id)
+        return OpsStore(self._app.driver).dead_letter_list(chosen, limit, before_id)
 
     def get(
         self, job_id: int, *, principal: Principal | None = None, token: str | None = None
@@ -105,7 +106,7 @@ class DeadLetters:
         actor = resolve(
             self._app, principal, token, Permission.DLQ_READ if dry_run else Permission.REPLAY
         )
-        ops = self._app.driver.ops
+        ops = OpsStore(self._app.driver)
         per_task, matched = ops.dead_letter_count(chosen, limit)
         if dry_run:
             return ReplayReport(
@@ -156,7 +157,7 @@ class DeadLetters:
             raise ArgumentsError("dismissing dead letters needs a reason")
         actor = resolve(self._app, principal, token, Permission.OPERATE)
         assert chosen.ids is not None
-        return self._app.driver.ops.dead_letter_dismiss(
+        return OpsStore(self._app.driver).dead_letter_dismiss(
             chosen.ids, actor.describe(), reason.strip()
         )
 
@@ -171,7 +172,7 @@ class DeadLetters:
         """The replay audit records, newest first."""
         _check_range("limit", limit, 1, 10_000)
         resolve(self._app, principal, token, Permission.DLQ_READ)
-        return self._app.driver.ops.replay_list(limit, before_id)
+        return OpsStore(self._app.driver).replay_list(limit, before_id)
 
 
 def _check_range(name: str, value: object, low: int, high: int) -> None:

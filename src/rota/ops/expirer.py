@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rota.maintenance.service import PeriodicService
+from rota.ops.store import OpsStore
 
 
 @dataclass(frozen=True)
@@ -19,4 +20,4 @@ class Expirer(PeriodicService):
     batch = 1000
 
     def run_once(self) -> ExpireReport:
-        return ExpireReport(expired=self.driver.ops.job_expire_due(self.batch))
+        return ExpireReport(expired=OpsStore(self.driver).job_expire_due(self.batch))

@@ -1,4 +1,5 @@
-"""Values of queue holds, processing windows and circuit breakers as stored: pure data,
+"""Values of processing windows and circuit breakers as stored (a queue hold itself is
+the engine's: rota.drivers.base.QueueHold): pure data,
 no storage and no policy here (see rota.ops.windows and rota.ops.breakers)."""
 
 from __future__ import annotations
@@ -7,34 +8,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-HoldSource = Literal["manual", "window", "breaker"]
-HOLD_SOURCES: tuple[HoldSource, ...] = ("manual", "window", "breaker")
+from rota.drivers.base import HOLD_SOURCES, HoldSource, QueueHold
+
 BreakerState = Literal["closed", "open", "half_open"]
 BREAKER_STATES: tuple[BreakerState, ...] = ("closed", "open", "half_open")
 
 
 def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
-
-
-@dataclass(frozen=True)
-class QueueHold:
-    """One reason a queue is paused. The queue starts nothing while it has any hold."""
-
-    queue: str
-    source: HoldSource
-    reason: str
-    since: datetime
-    until: datetime | None = None  # when the holder expects to let go (informational)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "queue": self.queue,
-            "source": self.source,
-            "reason": self.reason,
-            "since": _iso(self.since),
-            "until": _iso(self.until),
-        }
 
 
 @dataclass(frozen=True)
@@ -81,3 +62,14 @@ class BreakerRecord:
             "failures": self.failures,
             "trial_job_id": self.trial_job_id,
         }
+
+
+__all__ = [
+    "BREAKER_STATES",
+    "HOLD_SOURCES",
+    "BreakerRecord",
+    "BreakerState",
+    "HoldSource",
+    "QueueHold",
+    "WindowRecord",
+]

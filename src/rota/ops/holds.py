@@ -8,10 +8,12 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from rota.drivers.base import QueueHold
 from rota.errors import ArgumentsError
 from rota.labels import check_queue_name
 from rota.ops.breakers import BreakerConfig
-from rota.ops.hold_model import BreakerRecord, QueueHold
+from rota.ops.hold_model import BreakerRecord
+from rota.ops.hold_store import HoldStore
 from rota.ops.service import apply_window, close_breaker
 from rota.ops.windows import WindowSchedule, schedule_from_json, window_schedule
 
@@ -36,7 +38,7 @@ class WindowsAndBreakers:
         check_queue_name(name, ArgumentsError)
         schedule = window_schedule(windows, tz)
         driver = self._app.driver
-        driver.holds.window_put(name, schedule.to_json(), schedule.tz)
+        HoldStore(driver).window_put(name, schedule.to_json(), schedule.tz)
         apply_window(driver, name, schedule, datetime.now(UTC))
         return schedule
 
@@ -44,14 +46,14 @@ class WindowsAndBreakers:
         """Let `name` run around the clock again; False when it had no windows."""
         check_queue_name(name, ArgumentsError)
         driver = self._app.driver
-        found = driver.holds.window_drop(name)
+        found = HoldStore(driver).window_drop(name)
         apply_window(driver, name, None, datetime.now(UTC))
         return found
 
     def window(self, name: str) -> WindowSchedule | None:
         """The processing windows of `name`, or None (it runs around the clock)."""
         check_queue_name(name, ArgumentsError)
-        for record in self._app.driver.holds.window_list():
+        for record in HoldStore(self._app.driver).window_list():
             if record.queue == name:
                 return schedule_from_json(record.windows_json, record.tz)
         return None
@@ -73,7 +75,7 @@ class WindowsAndBreakers:
         breaker, its failure opens it again. Changing the settings keeps the state."""
         check_queue_name(name, ArgumentsError)
         config = BreakerConfig(threshold, min_attempts, window, cooldown)
-        holds = self._app.driver.holds
+        holds = HoldStore(self._app.driver)
         holds.breaker_configure(
             name, float(config.threshold), config.min_attempts, config.window, config.cooldown
         )
@@ -83,18 +85,18 @@ class WindowsAndBreakers:
         """Remove the breaker of `name` (releasing its hold); False when it had none."""
         check_queue_name(name, ArgumentsError)
         driver = self._app.driver
-        found = driver.holds.breaker_list(name)
+        found = HoldStore(driver).breaker_list(name)
         if found:
             close_breaker(driver, found[0], driver.db_now(), "removed by an operator")
-        dropped = driver.holds.breaker_drop(name)
-        driver.holds.hold_drop(name, "breaker")
+        dropped = HoldStore(driver).breaker_drop(name)
+        driver.queue_hold_drop(name, "breaker")
         return dropped
 
     def reset_breaker(self, name: str) -> BreakerRecord:
         """Close the breaker of `name` now (the downstream is known to be back)."""
         check_queue_name(name, ArgumentsError)
         driver = self._app.driver
-        found = driver.holds.breaker_list(name)
+        found = HoldStore(driver).breaker_list(name)
         if not found:
             raise ArgumentsError(f"queue {name!r} has no circuit breaker: set one first")
         return close_breaker(driver, found[0], driver.db_now(), "reset by an operator")
@@ -102,11 +104,11 @@ class WindowsAndBreakers:
     def breaker(self, name: str) -> BreakerRecord | None:
         """The breaker of `name` (settings and state), or None."""
         check_queue_name(name, ArgumentsError)
-        found = self._app.driver.holds.breaker_list(name)
+        found = HoldStore(self._app.driver).breaker_list(name)
         return found[0] if found else None
 
     def breakers(self) -> list[BreakerRecord]:
-        return self._app.driver.holds.breaker_list(None)
+        return HoldStore(self._app.driver).breaker_list(None)
 
     # --- holds ----------------------------------------------------------------------------
 
@@ -114,4 +116,4 @@ class WindowsAndBreakers:
         """Why queues are paused: one hold per source (manual, window, breaker)."""
         if name is not None:
             check_queue_name(name, ArgumentsError)
-        return self._app.driver.holds.hold_list(name)
+        return self._app.driver.queue_hold_list(name)

@@ -17,6 +17,7 @@ from rota.ops.model import (
     check_global_limit,
     check_rate,
 )
+from rota.ops.store import OpsStore
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -60,17 +61,17 @@ class QueueControls(WindowsAndBreakers):
             set_global=global_limit is not KEEP,
             set_rate=rate is not KEEP,
         )
-        return self._app.driver.ops.queue_configure(change)
+        return OpsStore(self._app.driver).queue_configure(change)
 
     def get(self, name: str) -> QueueControl:
         """A queue's stored controls (an unknown queue has none: unlimited, running)."""
         check_queue_name(name, ArgumentsError)
-        found = self._app.driver.ops.queue_controls(name)
+        found = OpsStore(self._app.driver).queue_controls(name)
         return found[0] if found else QueueControl(name=name)
 
     def list(self) -> builtins.list[QueueControl]:
         """Every queue with stored controls."""
-        return self._app.driver.ops.queue_controls(None)
+        return OpsStore(self._app.driver).queue_controls(None)
 
     def pause(self, name: str) -> None:
         """Start nothing new from `name` (running jobs finish); survives restarts."""
@@ -89,4 +90,4 @@ class QueueControls(WindowsAndBreakers):
             check_queue_name(queue, ArgumentsError)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
             raise ArgumentsError("limit must be from 1 to 10000")
-        return self._app.driver.ops.queue_partitions(queue, limit)
+        return OpsStore(self._app.driver).queue_partitions(queue, limit)

@@ -10,11 +10,13 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import ClassVar
 
-from rota.drivers.base import Driver
+from rota.drivers.base import Driver, QueueHold
 from rota.maintenance.service import PeriodicService
 from rota.ops.breakers import FAILED_OUTCOMES, BreakerConfig, should_open, trial_verdict
-from rota.ops.hold_model import BreakerRecord, QueueHold
+from rota.ops.hold_model import BreakerRecord
+from rota.ops.hold_store import HoldStore
 from rota.ops.model import QueueChange
+from rota.ops.store import OpsStore
 from rota.ops.windows import WindowSchedule, schedule_from_json
 
 log = logging.getLogger("rota.holds")
@@ -39,7 +41,7 @@ def apply_window(
     """Hold or release `queue` as its windows say at `now` (None: no windows, release);
     `holds`: the current holds when the caller has read them already.
     Returns -1 when this closed the queue's window, 1 when it opened it, 0 otherwise."""
-    current = driver.holds.hold_list(queue) if holds is None else holds
+    current = driver.queue_hold_list(queue) if holds is None else holds
     hold = next((h for h in current if h.queue == queue and h.source == "window"), None)
     held = hold is not None
     if schedule is not None and not schedule.is_open(now):
@@ -47,16 +49,16 @@ def apply_window(
         until = schedule.next_change(now)
         if hold is not None:
             if (hold.reason, hold.until) != (reason, until):  # the windows were changed
-                driver.holds.hold_put(queue, "window", reason, until)
+                driver.queue_hold_put(queue, "window", reason, until)
             return 0
-        driver.holds.hold_put(queue, "window", reason, until)
+        driver.queue_hold_put(queue, "window", reason, until)
         log.info(
             "queue %s closed: %s", queue, reason, extra={"queue": queue, "event": "window_closed"}
         )
         return -1
     if not held:
         return 0
-    driver.holds.hold_drop(queue, "window")
+    driver.queue_hold_drop(queue, "window")
     log.info(
         "queue %s opened by its processing windows",
         queue,
@@ -70,14 +72,14 @@ def restore_rate(driver: Driver, record: BreakerRecord) -> BreakerRecord:
     operator set another meanwhile (theirs wins)."""
     if not record.saved_rate:
         return record
-    found = driver.ops.queue_controls(record.queue)
+    found = OpsStore(driver).queue_controls(record.queue)
     if found and (found[0].rate_limit, found[0].rate_period) == (1, _trial_period(record)):
         rate = (
             None
             if record.saved_rate_limit is None or record.saved_rate_period is None
             else (record.saved_rate_limit, record.saved_rate_period)
         )
-        driver.ops.queue_configure(QueueChange(name=record.queue, rate=rate, set_rate=True))
+        OpsStore(driver).queue_configure(QueueChange(name=record.queue, rate=rate, set_rate=True))
     return replace(record, saved_rate=False, saved_rate_limit=None, saved_rate_period=None)
 
 
@@ -98,8 +100,8 @@ def close_breaker(driver: Driver, record: BreakerRecord, now: datetime, why: str
         trial_job_id=None,
         trial_attempt=None,
     )
-    driver.holds.breaker_save(closed)
-    driver.holds.hold_drop(record.queue, "breaker")
+    HoldStore(driver).breaker_save(closed)
+    driver.queue_hold_drop(record.queue, "breaker")
     log.info(
         "circuit breaker of queue %s closed: %s",
         record.queue,
@@ -123,14 +125,14 @@ class QueueHoldService(PeriodicService):
 
     def run_once(self) -> HoldReport:
         report = HoldReport()
-        current = self.driver.holds.hold_list()  # one read of every hold per pass
+        current = self.driver.queue_hold_list()  # one read of every hold per pass
         self.windows_pass(report, current)
         self.breakers_pass(report, current)
         return report
 
     def windows_pass(self, report: HoldReport, current: list[QueueHold]) -> None:
         now = self.clock()
-        holds = self.driver.holds
+        holds = HoldStore(self.driver)
         configured: set[str] = set()
         for record in holds.window_list():
             configured.add(record.queue)
@@ -144,11 +146,11 @@ class QueueHoldService(PeriodicService):
             report.windows_opened += moved > 0
         for hold in current:
             if hold.source == "window" and hold.queue not in configured:
-                holds.hold_drop(hold.queue, "window")  # its windows were cleared
+                self.driver.queue_hold_drop(hold.queue, "window")  # its windows were cleared
                 report.windows_opened += 1
 
     def breakers_pass(self, report: HoldReport, current: list[QueueHold]) -> None:
-        holds = self.driver.holds
+        holds = HoldStore(self.driver)
         records = holds.breaker_list()
         if records:
             now = self.driver.db_now()  # breaker times are database times
@@ -157,10 +159,10 @@ class QueueHoldService(PeriodicService):
         known = {r.queue for r in records}
         for hold in current:
             if hold.source == "breaker" and hold.queue not in known:
-                holds.hold_drop(hold.queue, "breaker")  # its breaker was removed
+                self.driver.queue_hold_drop(hold.queue, "breaker")  # its breaker was removed
 
     def _step(self, r: BreakerRecord, now: datetime, report: HoldReport) -> None:
-        holds = self.driver.holds
+        holds = HoldStore(self.driver)
         changed_at = r.changed_at or now
         if r.state == "closed":
             since = max(now - timedelta(seconds=r.window), changed_at)
@@ -187,14 +189,14 @@ class QueueHoldService(PeriodicService):
             trial_job_id=None,
             trial_attempt=None,
         )
-        self.driver.holds.breaker_save(opened)
+        HoldStore(self.driver).breaker_save(opened)
         reason = (
             f"circuit breaker open ({why}: {r.failures} of {r.attempts} attempts failed)"
             if why == "tripped"
             else f"circuit breaker open ({why})"
         )
         until = now + timedelta(seconds=r.cooldown)
-        self.driver.holds.hold_put(r.queue, "breaker", reason, until)
+        self.driver.queue_hold_put(r.queue, "breaker", reason, until)
         log.warning(
             "circuit breaker of queue %s opened: %s; trial in %gs",
             r.queue,
@@ -206,7 +208,7 @@ class QueueHoldService(PeriodicService):
     def _half_open(self, r: BreakerRecord, now: datetime) -> None:
         """Let exactly one job start: borrow the queue's rate limit (one start per
         cool-down, counted by the claim over all workers), then lift the hold."""
-        found = self.driver.ops.queue_controls(r.queue)
+        found = OpsStore(self.driver).queue_controls(r.queue)
         control = found[0] if found else None
         trial = replace(
             r,
@@ -222,10 +224,10 @@ class QueueHoldService(PeriodicService):
             trial = replace(
                 trial, saved_rate_limit=r.saved_rate_limit, saved_rate_period=r.saved_rate_period
             )
-        self.driver.holds.breaker_save(trial)
+        HoldStore(self.driver).breaker_save(trial)
         change = QueueChange(name=r.queue, rate=(1, _trial_period(r)), set_rate=True)
-        self.driver.ops.queue_configure(change)
-        self.driver.holds.hold_drop(r.queue, "breaker")
+        OpsStore(self.driver).queue_configure(change)
+        self.driver.queue_hold_drop(r.queue, "breaker")
         log.info(
             "circuit breaker of queue %s half-open: letting one trial job through",
             r.queue,
@@ -233,13 +235,15 @@ class QueueHoldService(PeriodicService):
         )
 
     def _trial(self, r: BreakerRecord, now: datetime, report: HoldReport) -> None:
-        holds = self.driver.holds
+        holds = HoldStore(self.driver)
         if r.trial_job_id is None:
             started = holds.breaker_trial(r.queue, r.changed_at or now)
             if started is None:
                 return  # no job has started yet (an empty queue, or another hold)
             # Hold again at once: the trial runs alone, however long it takes.
-            holds.hold_put(r.queue, "breaker", f"half-open: trial job {started[0]} running", None)
+            self.driver.queue_hold_put(
+                r.queue, "breaker", f"half-open: trial job {started[0]} running", None
+            )
             r = replace(
                 restore_rate(self.driver, r), trial_job_id=started[0], trial_attempt=started[1]
             )

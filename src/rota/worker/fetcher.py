@@ -105,7 +105,7 @@ class Fetcher:
                 self.fetches += 1
                 self.failures = 0
                 self._more = len(jobs) == limit
-                self.limited = self.driver.ops.queue_limited_hint(self.queue)
+                self.limited = self.driver.queue_limited_hint(self.queue)
                 if jobs:
                     self._limited_wait = LIMITED_RETRY
                 for job in jobs:

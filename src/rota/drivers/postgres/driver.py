@@ -14,15 +14,11 @@ import psycopg
 
 from rota.drivers import queries
 from rota.drivers.base import (
-    BacklogReport,
     ClaimStatus,
     Completion,
-    DurationReport,
-    JobFilter,
     JobInsert,
     LeaseRenewal,
     ManualRun,
-    QueueReport,
     RescueReport,
     ScheduleRecord,
     ScheduleRun,
@@ -34,23 +30,19 @@ from rota.drivers.base import (
     claim_refusal,
     tick_minute,
 )
-from rota.drivers.catalog import CatalogStore
 from rota.drivers.postgres.batches import PostgresBatchStore
 from rota.drivers.postgres.copy import PostgresCopyStore
 from rota.drivers.postgres.database import PostgresDatabase
 from rota.drivers.postgres.hardening import (
     PostgresProgressStore,
 )
-from rota.drivers.postgres.holds import PostgresHoldStore
-from rota.drivers.postgres.ops import PostgresOpsStore
 from rota.drivers.postgres.tokens import PostgresTokenStore
 from rota.drivers.postgres.workflows import PostgresWorkflowStore
+from rota.drivers.sql import SQLDriver
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
     ConfigurationError,
     DatabaseUnavailableError,
-    InvalidTransitionError,
-    JobNotFoundError,
     ScheduleError,
     ScheduleNotFoundError,
     SchemaError,
@@ -180,31 +172,31 @@ def _aware(value: datetime | None) -> datetime | None:
     return value
 
 
-class PostgresDriver:
+class PostgresDriver(SQLDriver):
     dialect = "postgres"
     latest_schema_version = len(_MIGRATIONS)
 
     def __init__(self, url: DatabaseURL, *, pool_size: int = 4) -> None:
-        self.url = url
-        self.database = PostgresDatabase(url, pool_size=pool_size)
-        self._conninfo = self.database.conninfo
+        self._pg = PostgresDatabase(url, pool_size=pool_size)
+        super().__init__(self._pg)
+        self._conninfo = self._pg.conninfo
         self.tokens = PostgresTokenStore(self)
-        self.ops = PostgresOpsStore(self)
         self._limited_queues: set[str] = set()  # claimed through job_fetch_limited last time
         # Limited queues whose last claim left jobs waiting (held back by the limit): the
         # fetcher's hint to claim again soon.
         self._held_back: set[str] = set()
         self.batches = PostgresBatchStore(self)
         self.progress = PostgresProgressStore(self)
-        self.catalog = CatalogStore(self.database)
         self.copy = PostgresCopyStore(self)
-        self.holds = PostgresHoldStore(self)
         self.workflows = PostgresWorkflowStore(self)
+
+    def queue_limited_hint(self, name: str) -> bool:
+        return name in self._held_back
 
     # --- connections (through the dialect seam) ----------------------------------------
 
     def _conn(self) -> contextlib.AbstractContextManager[psycopg.Connection[Any]]:
-        return self.database.connection()
+        return self._pg.connection()
 
     @contextlib.contextmanager
     def _tx(
@@ -212,7 +204,7 @@ class PostgresDriver:
     ) -> Iterator[psycopg.Cursor[dict[str, Any]]]:
         """A cursor in the caller's transaction (`conn`), or on a pooled connection in a
         transaction of its own (in autocommit when the caller runs a `single` statement)."""
-        opened = self.database.read(conn) if single else self.database.write(conn)
+        opened = self._pg.read(conn) if single else self._pg.write(conn)
         with opened as session:
             yield session._cursor
 
@@ -222,20 +214,7 @@ class PostgresDriver:
             cur.execute(_Q[name], params or {})
             return cur.fetchall() if cur.description else []
 
-    def close(self) -> None:
-        self.database.close()
-
     # --- schema -------------------------------------------------------------------------
-
-    def schema_version(self) -> int:
-        with self._tx() as cur:
-            cur.execute(_Q["schema_has_table"])
-            row = cur.fetchone()
-            if not row or not next(iter(row.values())):
-                return 0
-            cur.execute(_Q["schema_version"])
-            row = cur.fetchone()
-            return int(next(iter(row.values()))) if row else 0
 
     def schema_migrate(self) -> list[int]:
         applied: list[int] = []
@@ -257,12 +236,6 @@ class PostgresDriver:
                 cur.execute(_Q["schema_record"], {"version": version, "name": name})
                 applied.append(version)
         return applied
-
-    def db_now(self) -> datetime:
-        rows = self._rows("db_now")
-        value = next(iter(rows[0].values()))
-        assert isinstance(value, datetime)
-        return value
 
     # --- jobs ---------------------------------------------------------------------------
 
@@ -421,10 +394,6 @@ class PostgresDriver:
         rows = self._rows("job_claim", params)
         return job_from_row(rows[0]) if rows else None
 
-    def job_checkpoint(self, job_id: int, lease_token: str, value_json: str) -> bool:
-        params = {"id": job_id, "token": lease_token, "value": value_json}
-        return bool(self._rows("job_checkpoint", params))
-
     def job_lease_renew(
         self, leases: Sequence[tuple[int, str]], lease_seconds: float
     ) -> list[LeaseRenewal]:
@@ -452,78 +421,7 @@ class PostgresDriver:
         params = {"limit": limit, "horizon": horizon}
         return sum(int(r["n"]) for r in self._rows("job_stage_due", params))
 
-    def job_get(self, job_id: int) -> Job | None:
-        rows = self._rows("job_get", {"id": job_id})
-        return job_from_row(rows[0]) if rows else None
-
-    def job_list(self, where: JobFilter) -> list[Job]:
-        params = {
-            "states": [str(s) for s in where.states],
-            "queue": where.queue,
-            "task": where.task,
-            "before_id": where.before_id,
-            "limit": where.limit,
-        }
-        return [job_from_row(r) for r in self._rows("job_list", params)]
-
-    def _job_change(self, name: str, job_id: int, verb: str) -> Job:
-        with self._tx() as cur:
-            cur.execute(_Q[name], {"id": job_id})
-            row = cur.fetchone()
-            if row is not None:
-                return job_from_row(row)
-            cur.execute(_Q["job_get"], {"id": job_id})
-            current = cur.fetchone()
-        if current is None:
-            raise JobNotFoundError(f"no job with id {job_id}")
-        raise InvalidTransitionError(f"job {job_id} is {current['state']}: it cannot be {verb}")
-
-    def job_cancel(self, job_id: int) -> Job:
-        return self._job_change("job_cancel", job_id, "cancelled")
-
-    def job_retry(self, job_id: int) -> Job:
-        return self._job_change("job_retry", job_id, "retried")
-
-    def job_prune_finished(self, completed_age: float, discarded_age: float, limit: int) -> int:
-        # Cancelled jobs share the completed retention here; the pruner sets each apart.
-        ages = {"completed": completed_age, "cancelled": completed_age, "discarded": discarded_age}
-        return sum(self.ops.job_prune(state, age, limit) for state, age in ages.items())
-
     # --- leadership and queues ------------------------------------------------------------
-
-    def leader_attempt_elect(self, name: str, leader: str, ttl_seconds: float) -> bool:
-        params = {"name": name, "leader": leader, "ttl": ttl_seconds}
-        return bool(self._rows("leader_attempt_elect", params))
-
-    def leader_resign(self, name: str, leader: str) -> None:
-        self._rows("leader_resign", {"name": name, "leader": leader})
-
-    def queue_list(self) -> list[QueueReport]:
-        counts: dict[str, dict[str, int]] = {}
-        for row in self._rows("queue_counts"):
-            counts.setdefault(row["queue"], {})[row["state"]] = int(row["n"])
-        oldest = {r["queue"]: float(r["age"]) for r in self._rows("queue_oldest")}
-        paused = {r["name"]: bool(r["paused"]) for r in self._rows("queue_settings")}
-        names = sorted(set(counts) | set(paused))
-        return [
-            QueueReport(n, paused.get(n, False), counts.get(n, {}), oldest.get(n)) for n in names
-        ]
-
-    def queue_set_paused(self, name: str, paused: bool) -> None:
-        self._rows("queue_set_paused", {"name": name, "paused": paused})
-
-    def queue_backlog(self, queue: str) -> BacklogReport:
-        row = self._rows("queue_backlog", {"queue": queue})[0]
-        return BacklogReport(
-            queue, int(row["backlog"]), int(row["running"]), float(row["oldest_age_s"])
-        )
-
-    def queue_durations(self, queue: str, window: float) -> DurationReport:
-        row = self._rows("queue_durations", {"queue": queue, "window": window})[0]
-        mean = row["mean_s"]
-        return DurationReport(
-            queue, window, int(row["samples"]), None if mean is None else float(mean)
-        )
 
     # --- schedules ----------------------------------------------------------------------
 
@@ -628,29 +526,6 @@ class PostgresDriver:
             return cur.rowcount
 
     # --- steps, inbox and user transactions -------------------------------------------------
-
-    def step_list(self, job_id: int) -> dict[str, Any]:
-        return {r["name"]: r["result"] for r in self._rows("step_list", {"job_id": job_id})}
-
-    def step_record(self, job_id: int, lease_token: str, name: str, result_json: str) -> bool:
-        params = {"job_id": job_id, "token": lease_token, "name": name, "result": result_json}
-        return bool(self._rows("step_record", params))
-
-    def inbox_record(self, conn: Any, source: str, message_id: str) -> bool:
-        with self._tx(conn, single=True) as cur:
-            cur.execute(_Q["inbox_record"], {"source": source, "message_id": message_id})
-            return cur.fetchone() is not None
-
-    def inbox_prune(self, age: float, limit: int) -> int:
-        with self._tx() as cur:
-            cur.execute(_Q["inbox_prune"], {"age": age, "limit": limit})
-            return cur.rowcount
-
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection in a transaction, committed when the block exits cleanly."""
-        with self._conn() as conn, conn.transaction():
-            yield conn
 
     # --- wake-ups -------------------------------------------------------------------------
 

@@ -14,15 +14,11 @@ from typing import Any
 
 from rota.drivers import queries
 from rota.drivers.base import (
-    BacklogReport,
     ClaimStatus,
     Completion,
-    DurationReport,
-    JobFilter,
     JobInsert,
     LeaseRenewal,
     ManualRun,
-    QueueReport,
     RescueReport,
     ScheduleRecord,
     ScheduleRun,
@@ -34,22 +30,18 @@ from rota.drivers.base import (
     claim_refusal,
     tick_minute,
 )
-from rota.drivers.catalog import CatalogStore
+from rota.drivers.sql import SQLDriver
 from rota.drivers.sqlite.batches import SQLiteBatchStore
 from rota.drivers.sqlite.copy import SQLiteCopyStore
 from rota.drivers.sqlite.database import SQLiteDatabase
 from rota.drivers.sqlite.hardening import (
     SQLiteProgressStore,
 )
-from rota.drivers.sqlite.holds import SQLiteHoldStore
-from rota.drivers.sqlite.ops import SQLiteOpsStore
 from rota.drivers.sqlite.tokens import SQLiteTokenStore
 from rota.drivers.sqlite.workflows import SQLiteWorkflowStore
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
     ConfigurationError,
-    InvalidTransitionError,
-    JobNotFoundError,
     ScheduleError,
     ScheduleNotFoundError,
     SchemaError,
@@ -110,49 +102,41 @@ def job_from_row(row: sqlite3.Row, *, created: bool = True) -> Job:
     )
 
 
-class SQLiteDriver:
+class SQLiteDriver(SQLDriver):
     dialect = "sqlite"
     latest_schema_version = len(_MIGRATIONS)
 
     def __init__(self, url: DatabaseURL) -> None:
-        self.url = url
-        self.database = SQLiteDatabase(url)
+        self._sqlite = SQLiteDatabase(url)
+        super().__init__(self._sqlite)
         self._path = url.path
-        self._busy_ms = self.database.busy_ms
+        self._busy_ms = self._sqlite.busy_ms
         self.tokens = SQLiteTokenStore(self)
-        self.ops = SQLiteOpsStore(self)
         # Limited queues whose last claim left jobs waiting (held back by the limit): the
         # fetcher's hint to claim again soon.
         self._held_back: set[str] = set()
         self.batches = SQLiteBatchStore(self)
         self.progress = SQLiteProgressStore(self)
-        self.catalog = CatalogStore(self.database)
         self.copy = SQLiteCopyStore(self)
-        self.holds = SQLiteHoldStore(self)
         self.workflows = SQLiteWorkflowStore(self)
+
+    def queue_limited_hint(self, name: str) -> bool:
+        return name in self._held_back
 
     # --- connections (through the dialect seam) ----------------------------------------
 
     def _conn(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        return self.database._pooled()
+        return self._sqlite._pooled()
 
     @contextlib.contextmanager
     def _write(self, conn: Any = None) -> Iterator[sqlite3.Cursor]:
-        with self.database.write(conn) as session:
+        with self._sqlite.write(conn) as session:
             yield session._cursor
 
     def _read(self, name: str, params: dict[str, Any] | None = None) -> list[sqlite3.Row]:
-        return self.database.query(name, params)  # type: ignore[return-value]
-
-    def close(self) -> None:
-        self.database.close()
+        return self._sqlite.query(name, params)  # type: ignore[return-value]
 
     # --- schema -------------------------------------------------------------------------
-
-    def schema_version(self) -> int:
-        if not self._read("schema_has_table")[0][0]:
-            return 0
-        return int(self._read("schema_version")[0][0])
 
     def schema_migrate(self) -> list[int]:
         applied: list[int] = []
@@ -172,9 +156,6 @@ class SQLiteDriver:
                 conn.execute(_Q["schema_record"], {"version": version, "name": name})
                 applied.append(version)
         return applied
-
-    def db_now(self) -> datetime:
-        return datetime.fromtimestamp(self._read("db_now")[0][0], UTC)
 
     # --- jobs ---------------------------------------------------------------------------
 
@@ -294,11 +275,6 @@ class SQLiteDriver:
             row = db.execute(_Q["job_claim"], params).fetchone()
         return None if row is None else job_from_row(row)
 
-    def job_checkpoint(self, job_id: int, lease_token: str, value_json: str) -> bool:
-        params = {"id": job_id, "token": lease_token, "value": value_json}
-        with self._write() as db:
-            return db.execute(_Q["job_checkpoint"], params).fetchone() is not None
-
     def job_lease_renew(
         self, leases: Sequence[tuple[int, str]], lease_seconds: float
     ) -> list[LeaseRenewal]:
@@ -324,75 +300,7 @@ class SQLiteDriver:
             params = {"limit": limit, "horizon": horizon}
             return len(db.execute(_Q["job_stage_due"], params).fetchall())
 
-    def job_get(self, job_id: int) -> Job | None:
-        rows = self._read("job_get", {"id": job_id})
-        return job_from_row(rows[0]) if rows else None
-
-    def job_list(self, where: JobFilter) -> list[Job]:
-        params = {
-            "states": json.dumps([str(s) for s in where.states]) if where.states else None,
-            "queue": where.queue,
-            "task": where.task,
-            "before_id": where.before_id,
-            "limit": where.limit,
-        }
-        return [job_from_row(r) for r in self._read("job_list", params)]
-
-    def _job_change(self, name: str, job_id: int, verb: str) -> Job:
-        with self._write() as db:
-            row = db.execute(_Q[name], {"id": job_id}).fetchone()
-            if row is None:
-                current = db.execute(_Q["job_get"], {"id": job_id}).fetchone()
-        if row is not None:
-            return job_from_row(row)
-        if current is None:
-            raise JobNotFoundError(f"no job with id {job_id}")
-        raise InvalidTransitionError(f"job {job_id} is {current['state']}: it cannot be {verb}")
-
-    def job_cancel(self, job_id: int) -> Job:
-        return self._job_change("job_cancel", job_id, "cancelled")
-
-    def job_retry(self, job_id: int) -> Job:
-        return self._job_change("job_retry", job_id, "retried")
-
-    def job_prune_finished(self, completed_age: float, discarded_age: float, limit: int) -> int:
-        # Cancelled jobs share the completed retention here; the pruner sets each apart.
-        ages = {"completed": completed_age, "cancelled": completed_age, "discarded": discarded_age}
-        return sum(self.ops.job_prune(state, age, limit) for state, age in ages.items())
-
     # --- leadership and queues ------------------------------------------------------------
-
-    def leader_attempt_elect(self, name: str, leader: str, ttl_seconds: float) -> bool:
-        params = {"name": name, "leader": leader, "ttl": ttl_seconds}
-        with self._write() as db:
-            return db.execute(_Q["leader_attempt_elect"], params).fetchone() is not None
-
-    def leader_resign(self, name: str, leader: str) -> None:
-        with self._write() as db:
-            db.execute(_Q["leader_resign"], {"name": name, "leader": leader})
-
-    def queue_list(self) -> list[QueueReport]:
-        counts: dict[str, dict[str, int]] = {}
-        for queue_name, state, n in self._read("queue_counts"):
-            counts.setdefault(queue_name, {})[state] = n
-        oldest = {q: age for q, age in self._read("queue_oldest")}
-        paused = {name: bool(p) for name, p in self._read("queue_settings")}
-        names = sorted(set(counts) | set(paused))
-        return [
-            QueueReport(n, paused.get(n, False), counts.get(n, {}), oldest.get(n)) for n in names
-        ]
-
-    def queue_set_paused(self, name: str, paused: bool) -> None:
-        with self._write() as db:
-            db.execute(_Q["queue_set_paused"], {"name": name, "paused": paused})
-
-    def queue_backlog(self, queue: str) -> BacklogReport:
-        backlog, running, oldest = self._read("queue_backlog", {"queue": queue})[0]
-        return BacklogReport(queue, int(backlog), int(running), max(0.0, float(oldest)))
-
-    def queue_durations(self, queue: str, window: float) -> DurationReport:
-        samples, mean = self._read("queue_durations", {"queue": queue, "window": window})[0]
-        return DurationReport(queue, window, int(samples), None if mean is None else float(mean))
 
     # --- schedules ----------------------------------------------------------------------
 
@@ -492,32 +400,6 @@ class SQLiteDriver:
             return db.execute(_Q["schedule_history_prune"], {"limit": limit}).rowcount
 
     # --- steps, inbox and user transactions -------------------------------------------------
-
-    def step_list(self, job_id: int) -> dict[str, Any]:
-        rows = self._read("step_list", {"job_id": job_id})
-        return {r["name"]: None if r["result"] is None else json.loads(r["result"]) for r in rows}
-
-    def step_record(self, job_id: int, lease_token: str, name: str, result_json: str) -> bool:
-        params = {"job_id": job_id, "token": lease_token, "name": name, "result": result_json}
-        with self._write() as db:
-            return db.execute(_Q["step_record"], params).fetchone() is not None
-
-    def inbox_record(self, conn: Any, source: str, message_id: str) -> bool:
-        with self._write(conn) as db:
-            params = {"source": source, "message_id": message_id}
-            return db.execute(_Q["inbox_record"], params).fetchone() is not None
-
-    def inbox_prune(self, age: float, limit: int) -> int:
-        with self._write() as db:
-            return db.execute(_Q["inbox_prune"], {"age": age, "limit": limit}).rowcount
-
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A connection in a write transaction, committed when the block exits cleanly.
-
-        It holds the database's write lock for the whole block: keep the block short."""
-        with self._write() as cursor:
-            yield cursor.connection
 
     # --- wake-ups -------------------------------------------------------------------------
 

@@ -218,7 +218,8 @@ SELECT * FROM rota_jobs WHERE id = :id
 -- name: job_list
 -- Jobs matching optional filters, newest first.
 SELECT * FROM rota_jobs
-WHERE (:states IS NULL OR state IN (SELECT value FROM json_each(:states)))
+WHERE (:states IS NULL OR json_array_length(:states) = 0
+       OR state IN (SELECT value FROM json_each(:states)))
   AND (:queue IS NULL OR queue = :queue)
   AND (:task IS NULL OR task = :task)
   AND (:before_id IS NULL OR id < :before_id)
