@@ -9,7 +9,7 @@ import threading
 import rota
 import rota.testing
 from rota.batches.service import BatchController
-from rota.batches.store import BatchApply, ItemChange
+from rota.batches.store import BatchApply, BatchStore, ItemChange
 from rota.drivers.base import JobInsert
 
 
@@ -23,7 +23,7 @@ def noop_task(app: rota.App) -> rota.Task[[], None]:
 
 def test_a_stale_pass_writes_nothing(app: rota.App) -> None:
     status = app.batch(noop_task(app), completions=3, parallelism=1)
-    store = app.driver.batches
+    store = BatchStore(app.driver)
     record = store.get(status.id)
     assert record is not None and record.version == 1  # the creation's first pass
     stale = BatchApply(
@@ -91,9 +91,9 @@ def test_ttl_prunes_the_batch_its_items_and_finished_jobs(app: rota.App) -> None
     report = app.batches.advance()
     assert report.finished == 2 and report.pruned == 1
     assert app.batches.get("keep").condition == "Complete"
-    assert app.driver.batches.get("gone") is None
-    assert app.driver.batches.items(gone.id) == []
-    assert app.driver.batches.job_ids(gone.id) == []
+    assert BatchStore(app.driver).get("gone") is None
+    assert BatchStore(app.driver).items(gone.id) == []
+    assert BatchStore(app.driver).job_ids(gone.id) == []
     assert len(app.list_jobs()) == 2 and len(app.batches.jobs(keep.id)) == 2
 
 

@@ -18,7 +18,7 @@ from rota.batches.spec import (
     check_name,
 )
 from rota.batches.status import BatchStatus
-from rota.batches.store import BatchFilter, BatchInsert, BatchRecord
+from rota.batches.store import BatchFilter, BatchInsert, BatchRecord, BatchStore
 from rota.drivers.base import JobInsert
 from rota.errors import ArgumentsError, BatchError, BatchNotFoundError, RotaError
 from rota.job import Job
@@ -144,7 +144,7 @@ class BatchRegistry:
             on_finish_priority=0 if callback is None else callback.policy.priority,
             on_finish_max_attempts=20 if callback is None else callback.policy.max_attempts,
         )
-        store = self._app.driver.batches
+        store = BatchStore(self._app.driver)
         with self._transaction(conn) as tx:
             record = store.create(row, conn=tx)
             if record.created:
@@ -178,7 +178,7 @@ class BatchRegistry:
         if isinstance(ref, bool) or not isinstance(ref, int | str):
             raise BatchError(f"a batch is named by its id or name, not {ref!r}")
         key: int | str = int(ref) if isinstance(ref, str) and ref.isdigit() else ref
-        record = self._app.driver.batches.get(key)
+        record = BatchStore(self._app.driver).get(key)
         if record is None:
             raise BatchNotFoundError(
                 f"no batch with {'id' if isinstance(key, int) else 'name'} {ref!r}"
@@ -188,7 +188,7 @@ class BatchRegistry:
     def get(self, ref: int | str) -> BatchStatus:
         """A batch's status by id or name, with its completed and failed indexes."""
         record = self._record(ref)
-        items = self._app.driver.batches.items(record.id)
+        items = BatchStore(self._app.driver).items(record.id)
         return BatchStatus.of(record, ((i.index, i.state) for i in items))
 
     def list(
@@ -198,12 +198,14 @@ class BatchRegistry:
         if not isinstance(limit, int) or not 1 <= limit <= 10_000:
             raise ArgumentsError("limit must be from 1 to 10000")
         where = BatchFilter(open_only=open_only, limit=limit, task=task)
-        return [BatchStatus.of(r) for r in self._app.driver.batches.all(where)]
+        return [BatchStatus.of(r) for r in BatchStore(self._app.driver).all(where)]
 
     def jobs(self, ref: int | str) -> builtins.list[Job]:
         """Every job (attempt) the batch started, oldest first."""
         record = self._record(ref)
-        found = (self._app.driver.job_get(i) for i in self._app.driver.batches.job_ids(record.id))
+        found = (
+            self._app.driver.job_get(i) for i in BatchStore(self._app.driver).job_ids(record.id)
+        )
         return [job for job in found if job is not None]
 
     # --- act ------------------------------------------------------------------------------
@@ -226,7 +228,7 @@ class BatchRegistry:
 
     def _set_suspended(self, ref: int | str, suspended: bool) -> BatchStatus:
         record = self._record(ref)
-        if not self._app.driver.batches.set_suspended(record.id, suspended):
+        if not BatchStore(self._app.driver).set_suspended(record.id, suspended):
             raise BatchError(f"batch {ref!r} is {BatchStatus.of(record).state}: it cannot change")
         return self.get(record.id)
 
@@ -235,7 +237,7 @@ class BatchRegistry:
         (they count neither way and run again later), 0 pauses the batch."""
         BatchSpec(completions=0, parallelism=parallelism)  # validates it
         record = self._record(ref)
-        if not self._app.driver.batches.set_parallelism(record.id, parallelism):
+        if not BatchStore(self._app.driver).set_parallelism(record.id, parallelism):
             raise BatchError(f"batch {ref!r} is {BatchStatus.of(record).state}: it cannot change")
         return self.get(record.id)
 
@@ -243,6 +245,6 @@ class BatchRegistry:
         """Fail the batch with reason Cancelled: no new jobs, running ones are cancelled,
         and the condition becomes Failed once they have stopped."""
         record = self._record(ref)
-        if not self._app.driver.batches.request_cancel(record.id, "cancelled by request"):
+        if not BatchStore(self._app.driver).request_cancel(record.id, "cancelled by request"):
             raise BatchError(f"batch {ref!r} is {BatchStatus.of(record).state}: nothing to cancel")
         return self.get(record.id)

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import ClassVar
 
 from rota.batches.controller import advance
+from rota.batches.store import BatchStore
 from rota.drivers.base import Driver
 from rota.maintenance.service import PeriodicService
 
@@ -47,7 +48,7 @@ class BatchController(PeriodicService):
         return self.interval
 
     def run_once(self) -> BatchReport:
-        store = self.driver.batches
+        store = BatchStore(self.driver)
         totals = {"advanced": 0, "started": 0, "cancelled": 0, "finished": 0, "errors": 0}
         ids = store.open_ids()
         if ids:

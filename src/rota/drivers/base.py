@@ -16,7 +16,6 @@ from rota.drivers.database import Database
 from rota.job import Job, JobState
 
 if TYPE_CHECKING:
-    from rota.batches.store import BatchStore
     from rota.workflows.records import WorkflowStore
 
 # Called by a notifier when jobs may be waiting: with a queue name, or None for "any queue".
@@ -397,9 +396,6 @@ class Driver(Protocol):
     # the driver's connections, so one feature's SQL plumbing stays out of driver.py.
     @property
     def tokens(self) -> TokenStore: ...
-
-    @property
-    def batches(self) -> BatchStore: ...
 
     @property
     def progress(self) -> ProgressStore: ...

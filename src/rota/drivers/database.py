@@ -49,6 +49,10 @@ class Session(Protocol[ConnT_co]):
         """Run a statement and return how many rows it changed."""
         ...
 
+    def many(self, name: str, params: Sequence[Params]) -> None:
+        """Run one statement once per parameter set (pipelined where the dialect can)."""
+        ...
+
 
 class Codec(Protocol):
     """How values cross the seam. PostgreSQL hands back native types; SQLite stores times

@@ -90,6 +90,10 @@ class PostgresSession:
         self._cursor.execute(QUERIES[name], params or {})
         return self._cursor.rowcount
 
+    def many(self, name: str, params: Sequence[Params]) -> None:
+        if params:
+            self._cursor.executemany(QUERIES[name], params)
+
 
 class PostgresDatabase:
     dialect = "postgres"

@@ -30,7 +30,6 @@ from rota.drivers.base import (
     claim_refusal,
     tick_minute,
 )
-from rota.drivers.postgres.batches import PostgresBatchStore
 from rota.drivers.postgres.copy import PostgresCopyStore
 from rota.drivers.postgres.database import PostgresDatabase
 from rota.drivers.postgres.hardening import (
@@ -185,7 +184,6 @@ class PostgresDriver(SQLDriver):
         # Limited queues whose last claim left jobs waiting (held back by the limit): the
         # fetcher's hint to claim again soon.
         self._held_back: set[str] = set()
-        self.batches = PostgresBatchStore(self)
         self.progress = PostgresProgressStore(self)
         self.copy = PostgresCopyStore(self)
         self.workflows = PostgresWorkflowStore(self)

@@ -81,6 +81,10 @@ class SQLiteSession:
     def count(self, name: str, params: Params | None = None) -> int:
         return self._cursor.execute(QUERIES[name], params or {}).rowcount
 
+    def many(self, name: str, params: Sequence[Params]) -> None:
+        if params:
+            self._cursor.executemany(QUERIES[name], params)
+
 
 class SQLiteDatabase:
     dialect = "sqlite"

@@ -31,7 +31,6 @@ from rota.drivers.base import (
     tick_minute,
 )
 from rota.drivers.sql import SQLDriver
-from rota.drivers.sqlite.batches import SQLiteBatchStore
 from rota.drivers.sqlite.copy import SQLiteCopyStore
 from rota.drivers.sqlite.database import SQLiteDatabase
 from rota.drivers.sqlite.hardening import (
@@ -115,7 +114,6 @@ class SQLiteDriver(SQLDriver):
         # Limited queues whose last claim left jobs waiting (held back by the limit): the
         # fetcher's hint to claim again soon.
         self._held_back: set[str] = set()
-        self.batches = SQLiteBatchStore(self)
         self.progress = SQLiteProgressStore(self)
         self.copy = SQLiteCopyStore(self)
         self.workflows = SQLiteWorkflowStore(self)
