@@ -21,6 +21,7 @@ from rota.testing import drain
 from rota.workflows import StepState, WorkflowState
 from rota.workflows import plan as workflow_plan
 from rota.workflows.service import WorkflowController
+from rota.workflows.store import WorkflowStore
 from tests.helpers import fast_settings, run_worker_until
 
 
@@ -554,7 +555,7 @@ def test_two_controllers_with_the_same_view_insert_a_steps_jobs_once(app: rota.A
     run = app.workflows.start(wf)
     drain(app)  # `first` completes; its successors are not inserted yet
 
-    store = app.driver.workflows
+    store = WorkflowStore(app.driver)
     (snapshot,) = store.running(10)
     one = workflow_plan.advance(snapshot, app.workflows._build)
     two = workflow_plan.advance(snapshot, app.workflows._build)

@@ -9,14 +9,11 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from rota.drivers.catalog import CatalogStore
 from rota.drivers.database import Database
 from rota.job import Job, JobState
-
-if TYPE_CHECKING:
-    from rota.workflows.records import WorkflowStore
 
 # Called by a notifier when jobs may be waiting: with a queue name, or None for "any queue".
 WakeFunc = Callable[[str | None], None]
@@ -405,9 +402,6 @@ class Driver(Protocol):
 
     @property
     def copy(self) -> CopyStore: ...
-
-    @property
-    def workflows(self) -> WorkflowStore: ...
 
     def close(self) -> None: ...
 

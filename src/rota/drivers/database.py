@@ -125,6 +125,11 @@ class Database(Protocol[ConnT]):
         and rolled back on an error; with `conn`, the caller's transaction instead."""
         ...
 
+    def snapshot(self) -> AbstractContextManager[Session[ConnT]]:
+        """Several reads that see one consistent state of the database (a read-only
+        REPEATABLE READ transaction on PostgreSQL; one read transaction on SQLite)."""
+        ...
+
     def transaction(self) -> AbstractContextManager[ConnT]:
         """A connection in a transaction for the application's own writes (the same
         transaction as an enqueue passed `conn=`)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rota.errors import WorkflowNotFoundError
+from rota.workflows.store import WorkflowStore
 
 if TYPE_CHECKING:
     from rota.drivers.base import Driver
@@ -33,7 +34,7 @@ class StepContext:
 
             if self._driver is None:
                 raise WorkflowNotFoundError("this context has no database to read it from")
-            snapshot = self._driver.workflows.find(self.id)
+            snapshot = WorkflowStore(self._driver).find(self.id)
             if snapshot is None:
                 raise WorkflowNotFoundError(f"workflow {self.id} no longer exists")
             self._run = WorkflowRun.of(snapshot)

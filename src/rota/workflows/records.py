@@ -3,10 +3,9 @@ that every action (start, a controller pass, cancel, retry-step) is turned into.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from rota.drivers.base import JobInsert
 
@@ -155,22 +154,3 @@ class ScheduleTick:
     run: str
     kind: str  # "scheduled" or "manual"
     scheduled_local: str
-
-
-class WorkflowStore(Protocol):
-    """Workflow rows (drivers/<dialect>/workflows.py). Every write with `conn` joins the
-    caller's transaction."""
-
-    def advance(self, change: Advance, conn: Any = None) -> bool: ...
-
-    def create(self, new: WorkflowNew, conn: Any = None) -> WorkflowRow: ...
-
-    def find(self, ref: int | str, conn: Any = None) -> WorkflowSnapshot | None: ...
-
-    def prune(self, completed_age: float, failed_age: float, limit: int) -> int: ...
-
-    def running(self, limit: int, after: int = 0) -> Sequence[WorkflowSnapshot]: ...
-
-    def search(self, where: WorkflowFilter) -> Sequence[WorkflowSnapshot]: ...
-
-    def tick_of_job(self, job_id: int) -> ScheduleTick | None: ...

@@ -29,6 +29,7 @@ from rota.workflows.records import (
 )
 from rota.workflows.spec import StepSpec, StepState, WorkflowState
 from rota.workflows.status import WorkflowRun
+from rota.workflows.store import WorkflowStore
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -163,7 +164,7 @@ class WorkflowRegistry:
             steps=tuple(s.name for s in spec.steps),
         )
         self.definitions.setdefault(workflow.name, workflow)
-        store = self._app.driver.workflows
+        store = WorkflowStore(self._app.driver)
         with self._transaction(conn) as tx:
             row = store.create(new, conn=tx)
             if not row.created and row.name != workflow.name:
@@ -204,7 +205,7 @@ class WorkflowRegistry:
                 raise ArgumentsError(f"unknown workflow state {state!r}; known: {known}") from None
         if not isinstance(limit, int) or not 1 <= limit <= 10_000:
             raise ArgumentsError("limit must be from 1 to 10000")
-        found = self._app.driver.workflows.search(
+        found = WorkflowStore(self._app.driver).search(
             WorkflowFilter(states=states, name=name, limit=limit, before_id=before_id)
         )
         return [WorkflowRun.of(s) for s in found]
@@ -229,7 +230,7 @@ class WorkflowRegistry:
         totals = dict(advanced=0, jobs=0, steps=0, finished=0, stale=0, errors=0)
         after = 0
         while True:
-            snapshots = self._app.driver.workflows.running(page, after)
+            snapshots = WorkflowStore(self._app.driver).running(page, after)
             for snapshot in snapshots:
                 self._advance_one(snapshot, totals)
             if len(snapshots) < page:
@@ -241,7 +242,7 @@ class WorkflowRegistry:
             change = plan.advance(snapshot, self._build)
             if change.empty:
                 return
-            if not self._app.driver.workflows.advance(change):
+            if not WorkflowStore(self._app.driver).advance(change):
                 totals["stale"] += 1
                 return
         except Exception as exc:  # one broken run must not stop the others
@@ -269,7 +270,7 @@ class WorkflowRegistry:
     def _find(self, ref: int | str, conn: Any = None) -> WorkflowSnapshot:
         if isinstance(ref, bool) or not isinstance(ref, int | str):
             raise ArgumentsError(f"a workflow is named by its id (int) or key (str), not {ref!r}")
-        found = self._app.driver.workflows.find(ref, conn=conn)
+        found = WorkflowStore(self._app.driver).find(ref, conn=conn)
         if found is None:
             what = f"id {ref}" if isinstance(ref, int) else f"key {ref!r}"
             raise WorkflowNotFoundError(f"no workflow with {what}")
@@ -279,7 +280,7 @@ class WorkflowRegistry:
         for _ in range(_RACE_RETRIES):
             snapshot = self._find(ref)
             change: Advance = decide(snapshot)
-            if self._app.driver.workflows.advance(change):
+            if WorkflowStore(self._app.driver).advance(change):
                 return self.get(snapshot.workflow.id)
         raise WorkflowError(f"workflow {ref!r} kept changing under this request; try again")
 
@@ -340,7 +341,7 @@ class WorkflowRegistry:
                     f"{', '.join(registry.definitions) or 'none'}); schedule it with "
                     "app.schedule_workflow() in the module the worker imports"
                 )
-            tick = ctx.driver.workflows.tick_of_job(ctx.job.id)
+            tick = WorkflowStore(ctx.driver).tick_of_job(ctx.job.id)
             if tick is None:
                 key = f"{workflow}@job-{ctx.job.id}"
             elif tick.kind == "scheduled":

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from rota.maintenance.service import PeriodicService
+from rota.workflows.store import WorkflowStore
 
 if TYPE_CHECKING:
     from rota.workflows.registry import WorkflowRegistry
@@ -53,7 +54,7 @@ class WorkflowController(PeriodicService):
         report = self.workflows.advance(page=self.page)
         pruned = 0
         if time.monotonic() - self._pruned_at >= self.prune_interval:
-            pruned = self.driver.workflows.prune(
+            pruned = WorkflowStore(self.driver).prune(
                 self.completed_retention, self.failed_retention, self.prune_batch
             )
             self._pruned_at = time.monotonic()

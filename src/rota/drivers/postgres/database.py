@@ -195,6 +195,12 @@ class PostgresDatabase:
             yield PostgresSession(cur)
 
     @contextlib.contextmanager
+    def snapshot(self) -> Iterator[PostgresSession]:
+        with self.connection() as own, own.transaction(), own.cursor() as cur:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield PostgresSession(cur)
+
+    @contextlib.contextmanager
     def transaction(self) -> Iterator[Connection]:
         """A pooled connection in a transaction, committed when the block exits cleanly."""
         with self.connection() as conn, conn.transaction():

@@ -36,7 +36,6 @@ from rota.drivers.postgres.hardening import (
     PostgresProgressStore,
 )
 from rota.drivers.postgres.tokens import PostgresTokenStore
-from rota.drivers.postgres.workflows import PostgresWorkflowStore
 from rota.drivers.sql import SQLDriver
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
@@ -186,7 +185,6 @@ class PostgresDriver(SQLDriver):
         self._held_back: set[str] = set()
         self.progress = PostgresProgressStore(self)
         self.copy = PostgresCopyStore(self)
-        self.workflows = PostgresWorkflowStore(self)
 
     def queue_limited_hint(self, name: str) -> bool:
         return name in self._held_back

@@ -213,6 +213,19 @@ class SQLiteDatabase:
             finally:
                 self._writer = None
 
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[SQLiteSession]:
+        # A deferred transaction that only reads holds one WAL snapshot and no lock.
+        with self._pooled() as own:
+            own.execute("BEGIN")
+            try:
+                yield SQLiteSession(own.cursor())
+            except sqlite3.OperationalError as exc:
+                raise translate(exc) from exc
+            finally:
+                if own.in_transaction:
+                    own.execute("COMMIT")
+
     def _joined(self, conn: sqlite3.Connection) -> SQLiteSession:
         # The caller's transaction: join it, and let the caller commit or roll back.
         cursor = self.connection_of(conn).cursor()

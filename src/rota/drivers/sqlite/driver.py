@@ -37,7 +37,6 @@ from rota.drivers.sqlite.hardening import (
     SQLiteProgressStore,
 )
 from rota.drivers.sqlite.tokens import SQLiteTokenStore
-from rota.drivers.sqlite.workflows import SQLiteWorkflowStore
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
     ConfigurationError,
@@ -116,7 +115,6 @@ class SQLiteDriver(SQLDriver):
         self._held_back: set[str] = set()
         self.progress = SQLiteProgressStore(self)
         self.copy = SQLiteCopyStore(self)
-        self.workflows = SQLiteWorkflowStore(self)
 
     def queue_limited_hint(self, name: str) -> bool:
         return name in self._held_back

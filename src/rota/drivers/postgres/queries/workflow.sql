@@ -66,9 +66,11 @@ WHERE workflow_id = ANY(%(ids)s::bigint[])
 ORDER BY workflow_id, position
 
 -- name: workflow_job_insert
--- Link a step's job to its element; an element that exists already is left alone.
+-- Link the jobs of new elements, one row each; an element that exists already links
+-- nothing (its job was inserted before), so fewer rows come back than went in.
 INSERT INTO rota_workflow_jobs (workflow_id, step, idx, job_id, state)
-VALUES (%(workflow_id)s, %(step)s, %(idx)s, %(job_id)s, 'pending')
+SELECT %(workflow_id)s, e.step, e.idx, e.job_id, 'pending'
+FROM unnest(%(e_step)s::text[], %(e_idx)s::int[], %(e_job_id)s::bigint[]) AS e(step, idx, job_id)
 ON CONFLICT (workflow_id, step, idx) DO NOTHING
 RETURNING idx
 

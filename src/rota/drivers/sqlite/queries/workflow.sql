@@ -18,7 +18,8 @@ SELECT * FROM rota_workflows WHERE key = :key
 -- name: workflow_list
 -- Workflow runs matching optional filters, newest first.
 SELECT * FROM rota_workflows
-WHERE (:states IS NULL OR state IN (SELECT value FROM json_each(:states)))
+WHERE (:states IS NULL OR json_array_length(:states) = 0
+       OR state IN (SELECT value FROM json_each(:states)))
   AND (:name IS NULL OR name = :name)
   AND (:before_id IS NULL OR id < :before_id)
 ORDER BY id DESC
@@ -68,9 +69,12 @@ WHERE workflow_id IN (SELECT value FROM json_each(:ids))
 ORDER BY workflow_id, position
 
 -- name: workflow_job_insert
--- Link a step's job to its element; an element that exists already is left alone.
+-- Link the jobs of new elements (a JSON array of objects); an element that exists already
+-- links nothing (its job was inserted before), so fewer rows come back than went in.
 INSERT INTO rota_workflow_jobs (workflow_id, step, idx, job_id, state)
-VALUES (:workflow_id, :step, :idx, :job_id, 'pending')
+SELECT :workflow_id, json_extract(value, '$.step'), json_extract(value, '$.idx'),
+       json_extract(value, '$.job_id'), 'pending'
+FROM json_each(:e) WHERE true
 ON CONFLICT (workflow_id, step, idx) DO NOTHING
 RETURNING idx
 
