@@ -14,7 +14,6 @@ from rota.auth.tokens import TokenRegistry
 from rota.batches.feature import BatchesFeature
 from rota.batches.registry import BatchRegistry
 from rota.batches.status import BatchStatus
-from rota.drivers.base import ScheduleRecord, ScheduleRun
 from rota.drivers.url import DatabaseURL
 from rota.events.bus import EventBus
 from rota.events.feature import EventsFeature
@@ -31,6 +30,7 @@ from rota.sagas.registry import SagaRegistry
 from rota.schedules.feature import SchedulesFeature
 from rota.schedules.registry import ScheduleRegistry
 from rota.schedules.schedule import Schedule
+from rota.schedules.store import ScheduleRecord, ScheduleRun
 from rota.security.feature import EncryptionFeature
 from rota.task import Task
 from rota.tenants.api import Tenants

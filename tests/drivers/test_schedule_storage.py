@@ -12,17 +12,17 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import rota
-from rota.drivers.base import (
+from rota.drivers.base import Completion, JobFilter
+from rota.job import JobState
+from rota.schedules.service import run_name
+from rota.schedules.store import (
     ClaimStatus,
-    Completion,
-    JobFilter,
     ScheduleRecord,
     ScheduleRunFilter,
+    ScheduleStore,
     TickClaim,
     TickClaimResult,
 )
-from rota.job import JobState
-from rota.schedules.service import run_name
 from tests.helpers import wait_for
 
 T0 = datetime(2025, 6, 2, 10, 0, tzinfo=UTC)
@@ -39,7 +39,7 @@ def stored(app: rota.App, expression: str = "*/5 * * * *", **policy: object) -> 
 
 
 def claim(app: rota.App, record: ScheduleRecord, at: datetime) -> TickClaimResult:
-    return app.driver.schedule_tick_claim(
+    return ScheduleStore(app.driver).tick_claim(
         TickClaim(
             schedule_id=record.id,
             at=at,
@@ -178,7 +178,7 @@ def test_manual_runs(app: rota.App) -> None:
     assert generated.name.startswith("s-manual-")
     after = app.get_schedule("s")
     assert after.last_schedule_time is None and after.active == 0  # manual runs are not active
-    active = app.driver.schedule_run_list(ScheduleRunFilter(record.id, active_only=True))
+    active = ScheduleStore(app.driver).run_list(ScheduleRunFilter(record.id, active_only=True))
     assert active == []
     assert len(app.schedule_history("s")) == 2 and len(jobs_of(app)) == 2
     with pytest.raises(rota.ScheduleNotFoundError, match="no schedule named 'nope'"):
@@ -253,8 +253,8 @@ def test_history_prune_keeps_the_newest_and_never_touches_unfinished_runs(app: r
     finish(app, jobs[1], JobState.DISCARDED)
     finish(app, jobs[2])
     # jobs[3] is still waiting: not part of the history.
-    assert app.driver.schedule_history_prune(100) == 2
+    assert ScheduleStore(app.driver).history_prune(100) == 2
     assert [app.get_job(j) is None for j in jobs] == [True, True, False, False]
     assert app.get_schedule("s").last_successful_time is not None
     app.retry_job(jobs[2])  # finished, then retried: unfinished again
-    assert app.driver.schedule_history_prune(100) == 0
+    assert ScheduleStore(app.driver).history_prune(100) == 0

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 import rota
-from rota.drivers.base import ScheduleRun, ScheduleRunFilter
+from rota.schedules.store import ScheduleRun, ScheduleRunFilter, ScheduleStore
 from tests.helpers import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
@@ -62,7 +62,7 @@ def spawn(tmp_path: Path) -> Iterator[Spawn]:
 
 
 def all_runs(app: rota.App) -> list[ScheduleRun]:
-    return app.driver.schedule_run_list(ScheduleRunFilter(limit=100_000))
+    return ScheduleStore(app.driver).run_list(ScheduleRunFilter(limit=100_000))
 
 
 def check_every_tick_ran_once(app: rota.App, runs: list[ScheduleRun], schedules: int) -> None:

@@ -9,6 +9,7 @@ from datetime import timedelta
 import rota
 from rota.job import JobState
 from rota.schedules.service import CronService
+from rota.schedules.store import ScheduleStore
 from tests.helpers import fast_settings, run_worker_until
 
 
@@ -25,7 +26,7 @@ def test_a_worker_stores_its_schedules_and_runs_the_due_ticks(app: rota.App) -> 
     cron.clock = lambda: app.driver.db_now() + timedelta(seconds=61)
 
     def completed() -> bool:
-        if app.driver.schedule_get("every-minute") is None:
+        if ScheduleStore(app.driver).get("every-minute") is None:
             return False
         runs = app.schedule_history("every-minute")
         return any(r.job_state is JobState.COMPLETED for r in runs)

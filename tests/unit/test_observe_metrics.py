@@ -9,10 +9,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from rota.drivers.base import Completion, ScheduleRecord
+from rota.drivers.base import Completion
 from rota.errors import Discard, Snooze
 from rota.job import Job, JobState
 from rota.observe.cluster import schedule_lag
+from rota.schedules.store import ScheduleRecord
 from rota.telemetry import metrics as m
 from rota.telemetry.attempts import outcome_of
 

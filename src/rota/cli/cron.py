@@ -18,9 +18,9 @@ from rota.cli.common import (
     print_json,
     run_guarded,
 )
-from rota.drivers.base import ScheduleRecord, ScheduleRun
 from rota.errors import RotaError, ScheduleError
 from rota.schedules.spec import ScheduleSpec, load_zone, normalize_expression
+from rota.schedules.store import ScheduleRecord, ScheduleRun
 from rota.schedules.ticks import DstPolicy, Ticks
 from rota.schedules.view import local_time, next_runs, run_json, schedule_json, spec_or_error
 from rota.standard import App

@@ -13,7 +13,7 @@ from datetime import datetime
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from rota.drivers.base import Driver, QueueReport, ScheduleRecord
+from rota.drivers.base import Driver, QueueReport
 from rota.errors import RotaError
 from rota.job import JobState
 from rota.observe.holds import hold_families
@@ -21,6 +21,7 @@ from rota.observe.prometheus import registry_of
 from rota.observe.store import LeaderReport, MetricsStore, WorkerReport
 from rota.ops.hold_store import HoldStore
 from rota.schedules.schedule import spec_of
+from rota.schedules.store import ScheduleRecord, ScheduleStore
 from rota.tenants.metrics import tenant_families
 from rota.tenants.store import TenantStore
 
@@ -83,7 +84,7 @@ class ClusterCollector(Collector):
             queues = driver.queue_list()
             workers = MetricsStore(driver).workers()
             leaders = MetricsStore(driver).leaders()
-            schedules = driver.schedule_list()
+            schedules = ScheduleStore(driver).all()
             holds, breakers = driver.queue_hold_list(), HoldStore(driver).breaker_list()
             tenants = TenantStore(driver).tenant_list()
         except Exception as exc:  # a scrape reports the outage; it never raises

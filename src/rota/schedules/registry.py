@@ -9,10 +9,16 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from rota.app import default_task_name
-from rota.drivers.base import ManualRun, ScheduleRecord, ScheduleRun, ScheduleRunFilter
 from rota.errors import ArgumentsError, ScheduleError, ScheduleNotFoundError, TaskDefinitionError
 from rota.schedules.schedule import Schedule, spec_of
 from rota.schedules.spec import ConcurrencyPolicy, ScheduleSpec, check_run_name, parse_choice
+from rota.schedules.store import (
+    ManualRun,
+    ScheduleRecord,
+    ScheduleRun,
+    ScheduleRunFilter,
+    ScheduleStore,
+)
 from rota.schedules.ticks import DstPolicy
 from rota.task import Task
 
@@ -29,6 +35,10 @@ class ScheduleRegistry(Mapping[str, Schedule]):
     def __init__(self, app: App) -> None:
         self._app = app
         self._declared: dict[str, Schedule] = {}
+
+    @property
+    def store(self) -> ScheduleStore:
+        return ScheduleStore(self._app.driver)
 
     # --- the mapping of declared schedules ----------------------------------------------
 
@@ -187,33 +197,33 @@ class ScheduleRegistry(Mapping[str, Schedule]):
         if not self._declared:
             return []
         rows = [s.upsert_row() for s in self._declared.values()]
-        return self._app.driver.schedule_upsert_many(rows)
+        return self.store.upsert_many(rows)
 
     # --- the stored schedules -----------------------------------------------------------
 
     def list_stored(self) -> builtins.list[ScheduleRecord]:
         """Every schedule stored in the database, declared by this code or not."""
-        return self._app.driver.schedule_list()
+        return self.store.all()
 
     def get_stored(self, name: str) -> ScheduleRecord:
-        record = self._app.driver.schedule_get(name)
+        record = self.store.get(name)
         if record is None:
-            known = ", ".join(r.name for r in self._app.driver.schedule_list()) or "none stored"
+            known = ", ".join(r.name for r in self.store.all()) or "none stored"
             raise ScheduleNotFoundError(f"no schedule named {name!r}; stored: {known}")
         return record
 
     def suspend(self, name: str) -> ScheduleRecord:
         """No new runs (running ones continue); ticks missed meanwhile count as missed."""
-        return self._app.driver.schedule_set_suspended(name, True)
+        return self.store.set_suspended(name, True)
 
     def resume(self, name: str) -> ScheduleRecord:
         """Runs again; the most recent tick missed while suspended starts at once, if it is
         still inside the starting deadline."""
-        return self._app.driver.schedule_set_suspended(name, False)
+        return self.store.set_suspended(name, False)
 
     def delete(self, name: str) -> None:
         """Forget a stored schedule and its run records (their jobs are kept)."""
-        if not self._app.driver.schedule_delete(name):
+        if not self.store.delete(name):
             raise ScheduleNotFoundError(f"no schedule named {name!r}")
 
     def trigger(self, schedule: str, *, name: str | None = None) -> ScheduleRun:
@@ -225,7 +235,7 @@ class ScheduleRegistry(Mapping[str, Schedule]):
         spec = spec_of(record)
         driver = self._app.driver
         now = driver.db_now()
-        return driver.schedule_run_trigger(
+        return ScheduleStore(driver).run_trigger(
             ManualRun(
                 schedule_id=record.id,
                 at=now,
@@ -241,9 +251,7 @@ class ScheduleRegistry(Mapping[str, Schedule]):
         if not 1 <= limit <= 10_000:
             raise ArgumentsError("limit must be from 1 to 10000")
         record = self.get_stored(name)
-        return self._app.driver.schedule_run_list(
-            ScheduleRunFilter(schedule_id=record.id, limit=limit)
-        )
+        return self.store.run_list(ScheduleRunFilter(schedule_id=record.id, limit=limit))
 
 
 def _schedule_spec(name: str, expression: str, policy: dict[str, Any]) -> ScheduleSpec:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rota.drivers.base import JobInsert, ScheduleRecord, ScheduleRun, ScheduleUpsert
+from rota.drivers.base import JobInsert
 from rota.payload import decode
 from rota.schedules.spec import ConcurrencyPolicy, ScheduleSpec, parse_choice
+from rota.schedules.store import ScheduleRecord, ScheduleRun, ScheduleUpsert
 from rota.schedules.ticks import DstPolicy
 
 if TYPE_CHECKING:

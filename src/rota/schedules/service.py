@@ -11,19 +11,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar
 
-from rota.drivers.base import (
-    ClaimStatus,
-    Driver,
-    ScheduleRecord,
-    ScheduleRunFilter,
-    TickClaim,
-    tick_minute,
-)
+from rota.drivers.base import Driver
 from rota.errors import InvalidTransitionError, JobNotFoundError, ScheduleError
 from rota.maintenance.service import PeriodicService
 from rota.schedules.reconcile import ActiveRun, Decision, ScheduleState, reconcile
 from rota.schedules.schedule import spec_of
 from rota.schedules.spec import ScheduleSpec
+from rota.schedules.store import (
+    ClaimStatus,
+    ScheduleRecord,
+    ScheduleRunFilter,
+    ScheduleStore,
+    TickClaim,
+    tick_minute,
+)
 
 log = logging.getLogger("rota.cron")
 
@@ -66,11 +67,11 @@ class CronService(PeriodicService):
 
     def run_once(self) -> CronReport:
         now = self.clock() if self.clock is not None else self.driver.db_now()
-        records = self.driver.schedule_list()
+        records = ScheduleStore(self.driver).all()
         if not records:
             return CronReport()
         active: dict[int, list[ActiveRun]] = defaultdict(list)
-        for run in self.driver.schedule_run_list(
+        for run in ScheduleStore(self.driver).run_list(
             ScheduleRunFilter(active_only=True, limit=MAX_ACTIVE_RUNS)
         ):
             if run.job_id is not None:
@@ -78,7 +79,7 @@ class CronService(PeriodicService):
         totals: dict[str, int] = defaultdict(int)
         for record in records:
             self._pass(record, tuple(active[record.id]), now, totals)
-        totals["pruned"] = self.driver.schedule_history_prune(self.prune_batch)
+        totals["pruned"] = ScheduleStore(self.driver).history_prune(self.prune_batch)
         return CronReport(**totals)
 
     def _spec(self, record: ScheduleRecord) -> ScheduleSpec | ScheduleError:
@@ -154,7 +155,7 @@ class CronService(PeriodicService):
             scheduler=self.scheduler,
             job=record.job_row(),
         )
-        result = self.driver.schedule_tick_claim(claim)
+        result = ScheduleStore(self.driver).tick_claim(claim)
         if result.status is ClaimStatus.CLAIMED:
             totals["enqueued"] += 1
             log.info(
@@ -180,7 +181,7 @@ class CronService(PeriodicService):
         text = "; ".join(note for note, _ in notes)
         if text == record.last_event and missed_at is None:
             return
-        self.driver.schedule_event_record(record.id, text, missed_at)
+        ScheduleStore(self.driver).event_record(record.id, text, missed_at)
         if missed_at is not None:
             totals["missed"] += 1
         if text != record.last_event:

@@ -7,11 +7,11 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from rota.drivers.base import ScheduleRecord, ScheduleRun
 from rota.errors import ScheduleError
 from rota.job import MASKED_ARGS, SEALED_MARK
 from rota.schedules.schedule import spec_of
 from rota.schedules.spec import ScheduleSpec
+from rota.schedules.store import ScheduleRecord, ScheduleRun
 
 
 def local_time(value: datetime | None, spec: ScheduleSpec | None) -> str:

@@ -13,23 +13,7 @@ from typing import Any
 import psycopg
 
 from rota.drivers import queries
-from rota.drivers.base import (
-    ClaimStatus,
-    Completion,
-    JobInsert,
-    LeaseRenewal,
-    ManualRun,
-    RescueReport,
-    ScheduleRecord,
-    ScheduleRun,
-    ScheduleRunFilter,
-    ScheduleUpsert,
-    TickClaim,
-    TickClaimResult,
-    WakeFunc,
-    claim_refusal,
-    tick_minute,
-)
+from rota.drivers.base import Completion, JobInsert, LeaseRenewal, RescueReport, WakeFunc
 from rota.drivers.postgres.copy import PostgresCopyStore
 from rota.drivers.postgres.database import PostgresDatabase
 from rota.drivers.postgres.hardening import (
@@ -41,8 +25,6 @@ from rota.drivers.url import DatabaseURL
 from rota.errors import (
     ConfigurationError,
     DatabaseUnavailableError,
-    ScheduleError,
-    ScheduleNotFoundError,
     SchemaError,
 )
 from rota.job import Attempt, Job, JobState
@@ -102,66 +84,10 @@ def _states(states: tuple[str, ...] | None) -> str | None:
     return None if states is None else ",".join(states)
 
 
-def _schedule(row: dict[str, Any]) -> ScheduleRecord:
-    return ScheduleRecord(
-        id=row["id"],
-        name=row["name"],
-        task=row["task"],
-        queue=row["queue"],
-        priority=row["priority"],
-        max_attempts=row["max_attempts"],
-        args_json=row["args_json"],
-        expression=row["expression"],
-        timezone=row["timezone"],
-        dst=row["dst"],
-        concurrency=row["concurrency"],
-        starting_deadline=row["starting_deadline"],
-        successful_history_limit=row["successful_history_limit"],
-        failed_history_limit=row["failed_history_limit"],
-        strict_missed_limit=row["strict_missed_limit"],
-        suspended=row["suspended"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        last_schedule_time=row["last_schedule_time"],
-        last_successful_time=row["last_successful_time"],
-        last_missed_time=row["last_missed_time"],
-        last_event=row["last_event"],
-        last_event_at=row["last_event_at"],
-        active=int(row["active"]),
-    )
-
-
-def _run(row: dict[str, Any]) -> ScheduleRun:
-    state = row["job_state"]
-    return ScheduleRun(
-        id=row["id"],
-        schedule_id=row["schedule_id"],
-        schedule=row["schedule"],
-        name=row["name"],
-        trigger=row["kind"],
-        scheduled_at=row["scheduled_at"],
-        scheduled_local=row["scheduled_local"],
-        job_id=row["job_id"],
-        job_state=None if state is None else JobState(state),
-        created_at=row["created_at"],
-        scheduler=row["scheduler"],
-        attempted_at=row["attempted_at"],
-        finished_at=row["finished_at"],
-    )
-
-
 def _claimed(rows: list[dict[str, Any]]) -> list[Job]:
     jobs = [job_from_row(r) for r in rows]
     jobs.sort(key=lambda j: (j.priority, j.run_at, j.id))
     return jobs
-
-
-class _Refused(Exception):
-    """Rolls a tick claim back (the job it inserted goes with it)."""
-
-    def __init__(self, status: ClaimStatus) -> None:
-        super().__init__(status)
-        self.status = status
 
 
 def _aware(value: datetime | None) -> datetime | None:
@@ -418,108 +344,6 @@ class PostgresDriver(SQLDriver):
         return sum(int(r["n"]) for r in self._rows("job_stage_due", params))
 
     # --- leadership and queues ------------------------------------------------------------
-
-    # --- schedules ----------------------------------------------------------------------
-
-    def schedule_upsert_many(self, rows: Sequence[ScheduleUpsert]) -> list[ScheduleRecord]:
-        with self._tx() as cur:
-            for row in rows:
-                cur.execute(_Q["schedule_upsert"], row.params())
-        found = [self.schedule_get(row.name) for row in rows]
-        return [record for record in found if record is not None]
-
-    def schedule_list(self) -> list[ScheduleRecord]:
-        return [_schedule(r) for r in self._rows("schedule_list")]
-
-    def schedule_get(self, name: str) -> ScheduleRecord | None:
-        rows = self._rows("schedule_get", {"name": name})
-        return _schedule(rows[0]) if rows else None
-
-    def schedule_set_suspended(self, name: str, suspended: bool) -> ScheduleRecord:
-        changed = self._rows("schedule_set_suspended", {"name": name, "suspended": suspended})
-        record = self.schedule_get(name) if changed else None
-        if record is None:
-            raise ScheduleNotFoundError(f"no schedule named {name!r}")
-        return record
-
-    def schedule_delete(self, name: str) -> bool:
-        return bool(self._rows("schedule_delete", {"name": name}))
-
-    def schedule_event_record(
-        self, schedule_id: int, event: str, missed_at: datetime | None
-    ) -> None:
-        params = {"id": schedule_id, "event": event, "missed": _aware(missed_at)}
-        self._rows("schedule_event_record", params)
-
-    def schedule_tick_claim(self, claim: TickClaim) -> TickClaimResult:
-        params = {
-            "id": claim.schedule_id,
-            "name": claim.name,
-            "minute": tick_minute(claim.at),
-            "at": _aware(claim.at),
-            "local": claim.local,
-            "scheduler": claim.scheduler,
-        }
-        try:
-            with self._tx() as cur:
-                # The row lock makes concurrent claims on one schedule take turns, so the
-                # Forbid check below sees every committed run (READ COMMITTED re-reads per
-                # statement). A duplicate tick is stopped by the unique tick key itself.
-                cur.execute(_Q["schedule_lock"], params)
-                cur.execute(_Q["schedule_tick_claim"], params)
-                inserted = cur.fetchone()
-                if inserted is None:
-                    cur.execute(_Q["schedule_tick_state"], params)
-                    raise _Refused(claim_refusal(cur.fetchone()))
-                job = self.job_insert_many([claim.job], conn=cur.connection)[0]
-                cur.execute(_Q["schedule_run_link"], {"run_id": inserted["id"], "job_id": job.id})
-                cur.execute(_Q["schedule_last_time_set"], params)
-                if cur.fetchone() is None:
-                    raise _Refused(ClaimStatus.STALE)
-                run = self._run_in(cur, inserted["id"])
-        except _Refused as refused:
-            return TickClaimResult(refused.status)
-        return TickClaimResult(ClaimStatus.CLAIMED, run, job)
-
-    def schedule_run_trigger(self, run: ManualRun) -> ScheduleRun:
-        params = {
-            "id": run.schedule_id,
-            "name": run.name,
-            "at": _aware(run.at),
-            "local": run.local,
-            "scheduler": run.scheduler,
-        }
-        with self._tx() as cur:
-            cur.execute(_Q["schedule_run_insert_manual"], params)
-            inserted = cur.fetchone()
-            if inserted is None:
-                raise ScheduleError(f"this schedule already has a run named {run.name!r}")
-            job = self.job_insert_many([run.job], conn=cur.connection)[0]
-            cur.execute(_Q["schedule_run_link"], {"run_id": inserted["id"], "job_id": job.id})
-            return self._run_in(cur, inserted["id"])
-
-    def _run_in(self, cur: psycopg.Cursor[dict[str, Any]], run_id: int) -> ScheduleRun:
-        params = {"schedule_id": None, "run_id": run_id, "active_only": False, "limit": 1}
-        cur.execute(_Q["schedule_run_list"], params)
-        row = cur.fetchone()
-        assert row is not None
-        return _run(row)
-
-    def schedule_run_list(self, where: ScheduleRunFilter) -> list[ScheduleRun]:
-        params = {
-            "schedule_id": where.schedule_id,
-            "run_id": None,
-            "active_only": where.active_only,
-            "limit": where.limit,
-        }
-        return [_run(r) for r in self._rows("schedule_run_list", params)]
-
-    def schedule_history_prune(self, limit: int) -> int:
-        with self._tx() as cur:
-            # lastSuccessfulTime first: the prune may delete the run it comes from.
-            cur.execute(_Q["schedule_success_refresh"])
-            cur.execute(_Q["schedule_history_prune"], {"limit": limit})
-            return cur.rowcount
 
     # --- steps, inbox and user transactions -------------------------------------------------
 

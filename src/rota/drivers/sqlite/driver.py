@@ -13,23 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rota.drivers import queries
-from rota.drivers.base import (
-    ClaimStatus,
-    Completion,
-    JobInsert,
-    LeaseRenewal,
-    ManualRun,
-    RescueReport,
-    ScheduleRecord,
-    ScheduleRun,
-    ScheduleRunFilter,
-    ScheduleUpsert,
-    TickClaim,
-    TickClaimResult,
-    WakeFunc,
-    claim_refusal,
-    tick_minute,
-)
+from rota.drivers.base import Completion, JobInsert, LeaseRenewal, RescueReport, WakeFunc
 from rota.drivers.sql import SQLDriver
 from rota.drivers.sqlite.copy import SQLiteCopyStore
 from rota.drivers.sqlite.database import SQLiteDatabase
@@ -40,8 +24,6 @@ from rota.drivers.sqlite.tokens import SQLiteTokenStore
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
     ConfigurationError,
-    ScheduleError,
-    ScheduleNotFoundError,
     SchemaError,
 )
 from rota.job import Attempt, Job, JobState
@@ -298,103 +280,6 @@ class SQLiteDriver(SQLDriver):
 
     # --- leadership and queues ------------------------------------------------------------
 
-    # --- schedules ----------------------------------------------------------------------
-
-    def schedule_upsert_many(self, rows: Sequence[ScheduleUpsert]) -> list[ScheduleRecord]:
-        with self._write() as db:
-            for row in rows:
-                db.execute(_Q["schedule_upsert"], row.params())
-        found = [self.schedule_get(row.name) for row in rows]
-        return [record for record in found if record is not None]
-
-    def schedule_list(self) -> list[ScheduleRecord]:
-        return [_schedule(r) for r in self._read("schedule_list")]
-
-    def schedule_get(self, name: str) -> ScheduleRecord | None:
-        rows = self._read("schedule_get", {"name": name})
-        return _schedule(rows[0]) if rows else None
-
-    def schedule_set_suspended(self, name: str, suspended: bool) -> ScheduleRecord:
-        with self._write() as db:
-            row = db.execute(
-                _Q["schedule_set_suspended"], {"name": name, "suspended": suspended}
-            ).fetchone()
-        record = self.schedule_get(name) if row is not None else None
-        if record is None:
-            raise ScheduleNotFoundError(f"no schedule named {name!r}")
-        return record
-
-    def schedule_delete(self, name: str) -> bool:
-        with self._write() as db:
-            return db.execute(_Q["schedule_delete"], {"name": name}).fetchone() is not None
-
-    def schedule_event_record(
-        self, schedule_id: int, event: str, missed_at: datetime | None
-    ) -> None:
-        params = {"id": schedule_id, "event": event, "missed": _epoch(missed_at)}
-        with self._write() as db:
-            db.execute(_Q["schedule_event_record"], params)
-
-    def schedule_tick_claim(self, claim: TickClaim) -> TickClaimResult:
-        params = {
-            "id": claim.schedule_id,
-            "name": claim.name,
-            "minute": tick_minute(claim.at),
-            "at": _epoch(claim.at),
-            "local": claim.local,
-            "scheduler": claim.scheduler,
-        }
-        try:
-            with self._write() as db:
-                db.execute(_Q["schedule_lock"], params)
-                inserted = db.execute(_Q["schedule_tick_claim"], params).fetchone()
-                if inserted is None:
-                    state = db.execute(_Q["schedule_tick_state"], params).fetchone()
-                    raise _Refused(claim_refusal(state))
-                job = self.job_insert_many([claim.job], conn=db.connection)[0]
-                db.execute(_Q["schedule_run_link"], {"run_id": inserted[0], "job_id": job.id})
-                if db.execute(_Q["schedule_last_time_set"], params).fetchone() is None:
-                    raise _Refused(ClaimStatus.STALE)
-                run = self._run_in(db, inserted[0])
-        except _Refused as refused:
-            return TickClaimResult(refused.status)
-        return TickClaimResult(ClaimStatus.CLAIMED, run, job)
-
-    def schedule_run_trigger(self, run: ManualRun) -> ScheduleRun:
-        params = {
-            "id": run.schedule_id,
-            "name": run.name,
-            "at": _epoch(run.at),
-            "local": run.local,
-            "scheduler": run.scheduler,
-        }
-        with self._write() as db:
-            inserted = db.execute(_Q["schedule_run_insert_manual"], params).fetchone()
-            if inserted is None:
-                raise ScheduleError(f"this schedule already has a run named {run.name!r}")
-            job = self.job_insert_many([run.job], conn=db.connection)[0]
-            db.execute(_Q["schedule_run_link"], {"run_id": inserted[0], "job_id": job.id})
-            return self._run_in(db, inserted[0])
-
-    def _run_in(self, db: sqlite3.Cursor, run_id: int) -> ScheduleRun:
-        params = {"schedule_id": None, "run_id": run_id, "active_only": False, "limit": 1}
-        return _run(db.execute(_Q["schedule_run_list"], params).fetchone())
-
-    def schedule_run_list(self, where: ScheduleRunFilter) -> list[ScheduleRun]:
-        params = {
-            "schedule_id": where.schedule_id,
-            "run_id": None,
-            "active_only": where.active_only,
-            "limit": where.limit,
-        }
-        return [_run(r) for r in self._read("schedule_run_list", params)]
-
-    def schedule_history_prune(self, limit: int) -> int:
-        with self._write() as db:
-            # lastSuccessfulTime first: the prune may delete the run it comes from.
-            db.execute(_Q["schedule_success_refresh"])
-            return db.execute(_Q["schedule_history_prune"], {"limit": limit}).rowcount
-
     # --- steps, inbox and user transactions -------------------------------------------------
 
     # --- wake-ups -------------------------------------------------------------------------
@@ -439,62 +324,6 @@ class DataVersionNotifier:
             await asyncio.get_running_loop().create_future()  # until cancelled
         finally:
             stop.set()
-
-
-def _schedule(row: sqlite3.Row) -> ScheduleRecord:
-    return ScheduleRecord(
-        id=row["id"],
-        name=row["name"],
-        task=row["task"],
-        queue=row["queue"],
-        priority=row["priority"],
-        max_attempts=row["max_attempts"],
-        args_json=row["args_json"],
-        expression=row["expression"],
-        timezone=row["timezone"],
-        dst=row["dst"],
-        concurrency=row["concurrency"],
-        starting_deadline=row["starting_deadline"],
-        successful_history_limit=row["successful_history_limit"],
-        failed_history_limit=row["failed_history_limit"],
-        strict_missed_limit=bool(row["strict_missed_limit"]),
-        suspended=bool(row["suspended"]),
-        created_at=datetime.fromtimestamp(row["created_at"], UTC),
-        updated_at=datetime.fromtimestamp(row["updated_at"], UTC),
-        last_schedule_time=_ts(row["last_schedule_time"]),
-        last_successful_time=_ts(row["last_successful_time"]),
-        last_missed_time=_ts(row["last_missed_time"]),
-        last_event=row["last_event"],
-        last_event_at=_ts(row["last_event_at"]),
-        active=row["active"],
-    )
-
-
-def _run(row: sqlite3.Row) -> ScheduleRun:
-    state = row["job_state"]
-    return ScheduleRun(
-        id=row["id"],
-        schedule_id=row["schedule_id"],
-        schedule=row["schedule"],
-        name=row["name"],
-        trigger=row["kind"],
-        scheduled_at=datetime.fromtimestamp(row["scheduled_at"], UTC),
-        scheduled_local=row["scheduled_local"],
-        job_id=row["job_id"],
-        job_state=None if state is None else JobState(state),
-        created_at=datetime.fromtimestamp(row["created_at"], UTC),
-        scheduler=row["scheduler"],
-        attempted_at=_ts(row["attempted_at"]),
-        finished_at=_ts(row["finished_at"]),
-    )
-
-
-class _Refused(Exception):
-    """Rolls a tick claim back (the job it inserted goes with it)."""
-
-    def __init__(self, status: ClaimStatus) -> None:
-        super().__init__(status)
-        self.status = status
 
 
 def _states(states: tuple[str, ...] | None) -> str | None:
