@@ -48,10 +48,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(asgi: Any) -> Iterator[str]:
-    """Run `asgi` under a real uvicorn server in a thread; yield its base URL."""
+def serve(asgi: Any, **options: Any) -> Iterator[str]:
+    """Run `asgi` under a real uvicorn server in a thread; yield its base URL. `options`
+    go to uvicorn.Config (e.g. forwarded_allow_ips)."""
     port = free_port()
-    config = uvicorn.Config(asgi, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    config = uvicorn.Config(
+        asgi, host="127.0.0.1", port=port, log_level="warning", lifespan="off", **options
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
     thread.start()

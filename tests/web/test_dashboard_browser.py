@@ -198,3 +198,38 @@ def test_login_form_and_a_viewer_sees_no_buttons(dash: Dash) -> None:
     d.get(f"{dash.url}/")
     wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, 'tr[data-queue="payments"]'))
     assert d.find_elements(By.CSS_SELECTOR, "button[data-queue]") == []
+
+
+def test_a_viewer_sees_no_payload_and_markup_in_errors_stays_text(dash: Dash) -> None:
+    """Issue 18: the one payload rule in the browser, and an error message with markup in
+    it drawn as text (no element made from it, no script run)."""
+    from selenium.webdriver.common.by import By
+
+    app = dash.app
+
+    @app.task(name="shop.xss", max_attempts=1)
+    def xss(card: str) -> None:
+        raise ValueError(f'<img src=x onerror="document.body.dataset.pwned=1"> {card}')
+
+    job = app.enqueue("shop.xss", {"card": "4111-VIEWER-SECRET"})
+    drain(app, ["default"])
+    d = dash.driver
+    d.get(f"{dash.url}/?token={dash.token}")  # the operator first
+    d.get(f"{dash.url}/jobs/{job.id}")
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#timeline li[data-attempt]"))
+    error = d.find_element(By.CSS_SELECTOR, "#timeline .err").text
+    assert error.startswith("ValueError: <img src=x") and "4111-VIEWER-SECRET" in error
+    assert d.find_elements(By.CSS_SELECTOR, "#timeline img") == []
+    assert d.execute_script("return document.body.dataset.pwned") is None
+    d.find_element(By.ID, "logout").click()
+    wait(d, lambda d: d.find_elements(By.NAME, "token"))
+    viewer = app.tokens.create("looker", "viewer")
+    d.get(f"{dash.url}/jobs/{job.id}?token={viewer}")
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#timeline li[data-attempt]"))
+    page = d.find_element(By.TAG_NAME, "main").text
+    assert "4111-VIEWER-SECRET" not in page and "<img" not in page
+    assert "hidden" in d.find_element(By.ID, "args").text
+    assert d.find_element(By.CSS_SELECTOR, "#timeline .err").text == "ValueError"
+    assert d.find_elements(By.CSS_SELECTOR, "#timeline details.tb") == []
+    nav = [a.get_attribute("data-nav") for a in d.find_elements(By.CSS_SELECTOR, "nav a")]
+    assert "/tokens" not in nav and "/dead-letters" not in nav and "/jobs" in nav

@@ -1,9 +1,10 @@
 """The ASGI app of `rota dashboard`: the JSON API under /api, its OpenAPI document, the
 dashboard pages (Jinja2 templates rendered once; their data comes from the API) and the
-static files. `create_app(app)` builds it; `serve(...)` runs it with uvicorn."""
+static files, behind the door (rota.web.door). `create_app(app)` builds it."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
@@ -11,38 +12,49 @@ from urllib.parse import urlencode
 import jinja2
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from rota import __version__
-from rota.auth import Permission
-from rota.errors import AuthenticationError, PermissionDeniedError
+from rota.auth import Permission, Principal
+from rota.errors import AuthenticationError
 from rota.web import features
 from rota.web.api import Api, Call
-from rota.web.auth import COOKIE, CSRF_HEADER, Authenticator
+from rota.web.auth import COOKIE, OLD_COOKIE, Authenticator
+from rota.web.door import Door
 from rota.web.models import MeOut, SessionBody
 from rota.web.problems import from_exception, problem_response
 from rota.web.routes import ROUTERS
+from rota.web.settings import WebSettings
 
 if TYPE_CHECKING:
     from rota.app import App
 
 HERE = Path(__file__).parent
-SESSION_DAYS = 7
 
 
-def build_api() -> Api:
+def build_api(settings: WebSettings | None = None) -> Api:
     api = Api(title="rota", version=__version__)
     for register in ROUTERS:
         register(api)
-    _session_routes(api)
+    _session_routes(api, settings or WebSettings())
     return api
 
 
-def _session_routes(api: Api) -> None:
-    api.tags["session"] = "The dashboard's browser session (a token kept in a cookie)."
+def me_of(app: App, principal: Principal) -> MeOut:
+    return MeOut(
+        name=principal.name,
+        role=str(principal.role),
+        permissions=sorted(str(p) for p in principal.permissions),
+        features=features.available(app),
+    )
+
+
+def _session_routes(api: Api, settings: WebSettings) -> None:
+    api.tags["session"] = "The dashboard's browser session (a session of its own in a cookie)."
 
     @api.route(
         "POST",
@@ -55,20 +67,12 @@ def _session_routes(api: Api) -> None:
         errors=(401, 403),
     )
     def login(call: Call) -> Response:
-        """Check a token and keep it in an HttpOnly, SameSite=Strict cookie. Needs the
+        """Check a token and open a browser session for it, kept in an HttpOnly,
+        SameSite=Strict cookie (the cookie holds the session, never the token). Needs the
         X-Rota-Request header, so another site cannot sign a browser in (login CSRF)."""
-        from rota.web.features import available
-
-        _require_own_page(call.request)
-        principal = call.app.tokens.authenticate(call.body.token)
-        body = MeOut(
-            name=principal.name,
-            role=str(principal.role),
-            permissions=sorted(str(p) for p in principal.permissions),
-            features=available(call.app),
-        )
-        response = JSONResponse(body.model_dump(mode="json"))
-        set_session(response, call.body.token, call.request)
+        secret, principal = call.app.tokens.start_session(call.body.token, settings.session_seconds)
+        response = JSONResponse(me_of(call.app, principal).model_dump(mode="json"))
+        set_session(response, secret, call.request, settings)
         return response
 
     @api.route(
@@ -81,38 +85,59 @@ def _session_routes(api: Api) -> None:
         errors=(403,),
     )
     def logout(call: Call) -> Response:
-        """Forget the session cookie."""
-        _require_own_page(call.request)
+        """End the browser session on the server and forget its cookie."""
+        call.app.tokens.end_session(call.request.cookies.get(COOKIE))
         response = Response(status_code=204)
-        response.delete_cookie(COOKIE, path="/")
+        clear_session(response, settings)
         return response
 
 
-def _require_own_page(request: Request) -> None:
-    if request.headers.get(CSRF_HEADER) != "1":
-        raise PermissionDeniedError(f"send the {CSRF_HEADER}: 1 header (the dashboard does)")
+def cookie_path(settings: WebSettings) -> str:
+    return settings.root_path or "/"
 
 
-def set_session(response: Response, token: str, request: Request) -> None:
+def set_session(response: Response, secret: str, request: Request, settings: WebSettings) -> None:
     response.set_cookie(
         COOKIE,
-        token,
-        max_age=SESSION_DAYS * 86400,
-        path="/",
+        secret,
+        max_age=int(settings.session_seconds),
+        path=cookie_path(settings),
         httponly=True,
         samesite="strict",
-        secure=request.url.scheme == "https",
+        # The scheme is the original one when a trusted proxy says so (uvicorn's
+        # --forwarded-allow-ips); --secure-cookies marks it Secure regardless.
+        secure=settings.secure_cookies or request.url.scheme == "https",
     )
+    response.delete_cookie(OLD_COOKIE, path="/")
+
+
+def clear_session(response: Response, settings: WebSettings) -> None:
+    response.delete_cookie(COOKIE, path=cookie_path(settings), httponly=True, samesite="strict")
+    response.delete_cookie(OLD_COOKIE, path="/")
 
 
 def create_app(
-    app: App, *, no_auth: bool = False, metrics: bool = True, poll_seconds: float = 3.0
+    app: App,
+    settings: WebSettings | None = None,
+    *,
+    no_auth: bool | None = None,
+    metrics: bool | None = None,
+    poll_seconds: float | None = None,
 ) -> Starlette:
-    """The dashboard and API for `app`. With `metrics`, GET /metrics serves the
-    cluster-wide Prometheus metrics read from the database (needs a token with the read
-    permission, like the API: Prometheus sends it with `authorization: credentials`)."""
-    api = build_api()
-    authenticate = Authenticator(app, no_auth=no_auth)
+    """The dashboard and API for `app`, served as `settings` say (the keywords override
+    the matching settings). With `metrics`, GET /metrics serves the cluster-wide
+    Prometheus metrics read from the database (needs a token with the read permission,
+    like the API: Prometheus sends it with `authorization: credentials`)."""
+    settings = settings or WebSettings()
+    if no_auth is not None:
+        settings = dataclasses.replace(settings, no_auth=no_auth)
+    if metrics is not None:
+        settings = dataclasses.replace(settings, metrics=metrics)
+    if poll_seconds is not None:
+        settings = dataclasses.replace(settings, poll_seconds=poll_seconds)
+    root = settings.root_path
+    api = build_api(settings)
+    authenticate = Authenticator(app, no_auth=settings.no_auth)
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
         autoescape=jinja2.select_autoescape(["html"]),
@@ -130,43 +155,65 @@ def create_app(
             spec_cache["doc"] = api.openapi()
         return JSONResponse(spec_cache["doc"])
 
+    def login_page(
+        request: Request, error: str | None, *, notice: str | None = None, status: int = 200
+    ) -> Response:
+        return _login(env, request, root, error, notice=notice, status=status)
+
     def page(entry: features.Page) -> Any:
         template = env.get_template(entry.template)
 
         async def render(request: Request) -> Response:
             token = request.query_params.get("token")
-            if token and not no_auth:
-                # ?token=... logs the browser in once; the URL is cleaned at once so the
-                # secret does not stay in the history or in Referer headers.
-                try:
-                    await run_in_threadpool(app.tokens.authenticate, token)
-                except AuthenticationError:
-                    return _login(env, request, "That token is unknown or revoked.")
-                rest = {k: v for k, v in request.query_params.items() if k != "token"}
-                target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
-                redirect = RedirectResponse(target, status_code=303)
-                set_session(redirect, token, request)
-                return redirect
+            if token and not settings.no_auth:
+                return await _token_in_url(request, token)
             principal = await run_in_threadpool(authenticate.page_principal, request)
             if principal is None:
-                return _login(env, request, None)
-            html = template.render(
-                title=entry.title,
-                active=entry.path,
-                nav=[p for p in features.pages(app) if p.nav],
-                principal=principal,
-                no_auth=no_auth,
-                poll_ms=int(poll_seconds * 1000),
-                params=request.path_params,
-                version=__version__,
-                database=app.url.redacted(),
-            )
-            return HTMLResponse(html)
+                return login_page(request, None)
+            context = _context(entry, principal, request)
+            if entry.permission is not None and not principal.can(entry.permission):
+                forbidden = env.get_template("forbidden.html")
+                html = forbidden.render(**context, needs=str(entry.permission))
+                return HTMLResponse(html, status_code=403)
+            return HTMLResponse(template.render(**context))
 
         return render
 
+    def _context(entry: features.Page, principal: Principal, request: Request) -> dict[str, Any]:
+        return {
+            "title": entry.title,
+            "active": entry.path,
+            "nav": [
+                p
+                for p in features.pages(app)
+                if p.nav and (p.permission is None or principal.can(p.permission))
+            ],
+            "principal": principal,
+            "no_auth": settings.no_auth,
+            "poll_ms": int(settings.poll_seconds * 1000),
+            "params": request.path_params,
+            "version": __version__,
+            "database": app.url.redacted(),
+            "root": root,
+        }
+
+    async def _token_in_url(request: Request, token: str) -> Response:
+        # ?token=... opens a browser session once; the URL is cleaned at once so the
+        # secret does not stay in the history or in Referer headers.
+        try:
+            secret, _ = await run_in_threadpool(
+                app.tokens.start_session, token, settings.session_seconds
+            )
+        except AuthenticationError:
+            return login_page(request, "That token is unknown or revoked.", status=401)
+        rest = {k: v for k, v in request.query_params.items() if k != "token"}
+        target = root + request.url.path + (f"?{urlencode(rest)}" if rest else "")
+        redirect = RedirectResponse(target, status_code=303)
+        set_session(redirect, secret, request, settings)
+        return redirect
+
     render_metrics: Any = None
-    if metrics:
+    if settings.metrics:
         from rota.observe.cluster import cluster_registry
         from rota.observe.prometheus import renderer
 
@@ -183,13 +230,15 @@ def create_app(
         )
         return Response(body, media_type=content_type)
 
-    async def login_page(request: Request) -> Response:
-        return _login(env, request, None)
+    async def login_route(request: Request) -> Response:
+        return login_page(request, None)
 
     async def not_found(request: Request, exc: Exception) -> Response:
         if request.url.path.startswith("/api/"):
             return from_exception(exc, request)
-        return HTMLResponse("<h1>Not found</h1><p><a href='/'>rota dashboard</a></p>", 404)
+        return HTMLResponse(
+            f"<h1>Not found</h1><p><a href='{root}/'>rota dashboard</a></p>", status_code=404
+        )
 
     async def server_error(request: Request, exc: Exception) -> Response:
         return problem_response(500, "the server failed to answer; see its log")
@@ -197,7 +246,7 @@ def create_app(
     routes: list[BaseRoute] = [
         Route("/api/openapi.json", openapi, methods=["GET"]),
         *api.routes(app, authenticate),
-        Route("/login", login_page, methods=["GET"]),
+        Route("/login", login_route, methods=["GET"]),
         *[Route(p.path, page(p), methods=["GET"]) for p in features.PAGES],
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
@@ -205,14 +254,44 @@ def create_app(
         routes.append(Route("/metrics", prometheus, methods=["GET"]))
     web = Starlette(
         routes=routes,
+        middleware=[Middleware(Door, settings=settings)],
         exception_handlers={404: not_found, 405: not_found, 500: server_error},
     )
     web.state.api = api
+    web.state.settings = settings
     return web
 
 
-def _login(env: jinja2.Environment, request: Request, error: str | None) -> Response:
+def local_next(value: str | None, root: str) -> str | None:
+    """`next` if it is a path of this dashboard (never another site), else None."""
+    if not value or not value.startswith(root + "/") or value.startswith("//"):
+        return None
+    if "\\" in value or any(ord(c) < 32 for c in value):
+        return None
+    return value
+
+
+def _login(
+    env: jinja2.Environment,
+    request: Request,
+    root: str,
+    error: str | None,
+    *,
+    notice: str | None = None,
+    status: int = 200,
+) -> Response:
+    if request.url.path == "/login":
+        target = local_next(request.query_params.get("next"), root) or root + "/"
+    else:
+        query = f"?{request.url.query}" if request.url.query else ""
+        target = root + request.url.path + query
     html = env.get_template("login.html").render(
-        title="Sign in", error=error, next=request.url.path, version=__version__
+        title="Sign in",
+        error=error,
+        notice=notice,
+        next=target,
+        version=__version__,
+        root=root,
     )
-    return HTMLResponse(html, status_code=200 if error is None else 401)
+    status = status if error is None else 401 if status == 200 else status
+    return HTMLResponse(html, status_code=status, headers={"Cache-Control": "no-store"})

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rota.auth import Permission
+from rota.web import visibility
 from rota.web.api import Api, Call
 from rota.web.models import (
     HistoryQuery,
@@ -41,7 +42,9 @@ def register(api: Api) -> None:
         views = _views()
         now = call.app.driver.db_now()
         return [
-            ScheduleOut.model_validate(views._record_json(r, now))
+            ScheduleOut.model_validate(
+                visibility.schedule(views._record_json(r, now), call.principal)
+            )
             for r in call.app.list_schedules()
         ]
 
@@ -62,11 +65,9 @@ def register(api: Api) -> None:
         record = call.app.get_schedule(call.path.name)
         now = call.app.driver.db_now()
         runs = call.app.schedule_history(record.name, limit=call.query.limit)
+        shown = visibility.schedule(views._record_json(record, now, 5), call.principal)
         return ScheduleDetailOut.model_validate(
-            {
-                **views._record_json(record, now, 5),
-                "history": [views._run_json(r) for r in runs],
-            }
+            {**shown, "history": [views._run_json(r) for r in runs]}
         )
 
     @api.route(
@@ -99,7 +100,8 @@ def register(api: Api) -> None:
     def suspend_schedule(call: Call) -> ScheduleOut:
         """No new runs; running ones continue."""
         record = call.app.suspend_schedule(call.path.name)
-        return ScheduleOut.model_validate(_views()._record_json(record, call.app.driver.db_now()))
+        shown = _views()._record_json(record, call.app.driver.db_now())
+        return ScheduleOut.model_validate(visibility.schedule(shown, call.principal))
 
     @api.route(
         "POST",
@@ -114,4 +116,5 @@ def register(api: Api) -> None:
     def resume_schedule(call: Call) -> ScheduleOut:
         """Runs again; the latest tick missed meanwhile starts if inside its deadline."""
         record = call.app.resume_schedule(call.path.name)
-        return ScheduleOut.model_validate(_views()._record_json(record, call.app.driver.db_now()))
+        shown = _views()._record_json(record, call.app.driver.db_now())
+        return ScheduleOut.model_validate(visibility.schedule(shown, call.principal))
