@@ -65,3 +65,7 @@ class PostgresCatalogStore:
 
     def functions(self) -> list[tuple[str, str]]:
         return [(r["name"], r["args"]) for r in self._d._rows("catalog_functions")]
+
+    def roles(self, names: Sequence[str]) -> dict[str, str | None]:
+        rows = self._d._rows("catalog_roles", {"names": list(names)})
+        return {r["name"]: r["comment"] for r in rows}

@@ -68,3 +68,6 @@ class SQLiteCatalogStore:
 
     def functions(self) -> list[tuple[str, str]]:
         return []
+
+    def roles(self, names: Sequence[str]) -> dict[str, str | None]:
+        return {}  # SQLite has no roles
