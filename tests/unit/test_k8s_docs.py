@@ -14,6 +14,7 @@ import yaml
 from click.testing import CliRunner
 
 from rota.cli.main import cli
+from tests.pod_security import pod_templates, violations
 from tests.unit.test_k8s_render import SCALED_OBJECT, SCALER_METADATA, validate
 
 PAGE = Path(__file__).parents[2] / "docs" / "kubernetes.md"
@@ -69,5 +70,8 @@ def test_every_yaml_block_validates() -> None:
                 jsonschema.validate(trigger["metadata"], SCALER_METADATA[trigger["type"]])
         else:
             validate(doc)
+            for pod in pod_templates(doc):
+                # What the page shows passes Pod Security "restricted", like what rota renders.
+                assert violations(pod) == [], doc["metadata"]["name"]
         checked += 1
     assert checked >= 6  # Deployment, PDB, ScaledObject, TriggerAuthentication, triggers, CronJob

@@ -23,9 +23,19 @@ from rota.cli.migrate import migrate
 from rota.cli.worker import worker
 from rota.drivers import queries
 from rota.errors import ConfigurationError
-from rota.k8s import RenderSettings, Scaler, Signal, WorkerGroup, documents, keda_query, to_yaml
+from rota.k8s import (
+    RenderSettings,
+    Scaler,
+    Signal,
+    UrlSource,
+    WorkerGroup,
+    documents,
+    keda_query,
+    to_yaml,
+)
 from rota.k8s.output import write_folder
 from rota.worker.health import Probe, build_app
+from tests.pod_security import pod_templates, violations
 
 KEDA = Path(__file__).parents[1] / "data" / "keda"
 # The oldest and newest Kubernetes minors we claim (unhealthyPodEvictionPolicy is GA in 1.31).
@@ -351,3 +361,106 @@ def test_rendered_commands_quote_safely() -> None:
         for container in spec.get("containers", []) + spec.get("initContainers", []):
             assert all(isinstance(arg, str) for arg in container["command"])
             assert shlex.join(container["command"]).startswith("rota ")
+
+
+# --- Pod Security "restricted" (issue 18, hole 8) --------------------------------------------
+
+
+def _all_variants() -> list[RenderSettings]:
+    return [
+        sample(scaler=scaler, signal=signal, database_url_from=source)
+        for scaler in Scaler
+        for signal in Signal
+        for source in UrlSource
+    ]
+
+
+def test_every_rendered_pod_passes_pod_security_restricted() -> None:
+    checked = 0
+    for settings in _all_variants():
+        for doc in documents(settings):
+            for pod in pod_templates(doc):
+                assert violations(pod) == [], (doc["kind"], doc["metadata"]["name"])
+                assert pod["securityContext"]["runAsNonRoot"] is True
+                assert pod["securityContext"]["runAsUser"] == 10_001
+                for container in [*pod.get("initContainers", []), *pod["containers"]]:
+                    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+                    tmp = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+                    assert tmp["/tmp"] == "tmp"
+                assert {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}} in pod["volumes"]
+                checked += 1
+            validate(doc)
+    assert checked >= 8 * 3
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda pod: pod["securityContext"].pop("runAsNonRoot"), "runAsNonRoot"),
+        (lambda pod: pod["securityContext"].update(runAsUser=0), "runAsUser 0"),
+        (lambda pod: pod["securityContext"].pop("seccompProfile"), "seccompProfile"),
+        (
+            lambda pod: pod["containers"][0]["securityContext"].update(
+                allowPrivilegeEscalation=True
+            ),
+            "allowPrivilegeEscalation",
+        ),
+        (
+            lambda pod: pod["containers"][0]["securityContext"]["capabilities"].update(
+                add=["NET_ADMIN"]
+            ),
+            "capabilities add",
+        ),
+        (lambda pod: pod["volumes"].append({"name": "h", "hostPath": {"path": "/"}}), "hostPath"),
+        (lambda pod: pod.update(hostNetwork=True), "hostNetwork"),
+    ],
+)
+def test_the_pod_security_check_catches_what_restricted_forbids(change: Any, expected: str) -> None:
+    (deployment, *_) = by_kind(documents(sample()), "Deployment")
+    pod = copy.deepcopy(deployment["spec"]["template"]["spec"])
+    change(pod)
+    assert any(expected in v for v in violations(pod)), violations(pod)
+
+
+def test_the_database_url_as_a_mounted_file() -> None:
+    settings = sample(scaler=Scaler.METRICS_API, database_url_from=UrlSource.FILE)
+    docs = documents(settings)
+    for doc in docs:
+        for pod in pod_templates(doc):
+            secrets = {v["name"]: v["secret"] for v in pod["volumes"] if "secret" in v}
+            for container in [*pod.get("initContainers", []), *pod["containers"]]:
+                env = {e["name"]: e for e in container["env"]}
+                assert "ROTA_DATABASE_URL" not in env  # the URL never sits in the env
+                path = env["ROTA_DATABASE_URL_FILE"]["value"]
+                folder, _, file = path.rpartition("/")
+                (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == folder]
+                assert mount["readOnly"] is True and "subPath" not in mount  # kubelet updates it
+                secret = secrets[mount["name"]]
+                assert secret["items"] == [{"key": "url", "path": file}]
+                assert secret["defaultMode"] == 0o440
+                assert pod["securityContext"]["fsGroup"] == 10_001  # so the user can read it
+            expected = (
+                "rota-metrics-database"
+                if doc["metadata"]["name"] == "rota-metrics"
+                else "rota-database"
+            )
+            assert {s["secretName"] for s in secrets.values()} == {expected}
+    # The worker reads it through `rota.App()`: the same variable docs/security.md names.
+    from rota.drivers.url import ENV_URL_FILE
+
+    assert ENV_URL_FILE == "ROTA_DATABASE_URL_FILE"
+
+
+def test_render_cli_takes_run_as_user_and_url_from() -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["k8s", "render", "--app", "shop.jobs:app", "--run-as-user", "4242",
+         "--database-url-from", "file"],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    docs = [d for d in yaml.safe_load_all(result.stdout) if d]
+    pods = [pod for d in docs for pod in pod_templates(d)]
+    assert pods and all(p["securityContext"]["runAsUser"] == 4242 for p in pods)
+    root = CliRunner().invoke(cli, ["k8s", "render", "--app", "a.b:c", "--run-as-user", "0"])
+    assert root.exit_code == 2

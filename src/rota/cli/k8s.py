@@ -15,7 +15,7 @@ from rota.cli.common import app_options, err_console, fail, load_app
 from rota.drivers.base import BacklogReport
 from rota.errors import ConfigurationError, RotaError
 from rota.k8s.output import to_yaml, write_folder
-from rota.k8s.settings import RenderSettings, Scaler, Signal, WorkerGroup
+from rota.k8s.settings import RenderSettings, Scaler, Signal, UrlSource, WorkerGroup
 from rota.observe.logging import configure
 from rota.worker.settings import parse_queues
 
@@ -113,6 +113,21 @@ def _per_group(option: str, values: tuple[T, ...], groups: int, default: T) -> l
 @click.option("--metrics-secret", default="rota-metrics-database", show_default=True)
 @click.option("--token-secret", default="rota-metrics-token", show_default=True)
 @click.option(
+    "--database-url-from",
+    type=click.Choice([u.value for u in UrlSource]),
+    default=UrlSource.ENV.value,
+    show_default=True,
+    help="env: $ROTA_DATABASE_URL from the Secret; file: the Secret mounted as a file "
+    "($ROTA_DATABASE_URL_FILE), re-read for each new connection (password rotation).",
+)
+@click.option(
+    "--run-as-user",
+    type=click.IntRange(1, 2**31 - 1),
+    default=10_001,
+    show_default=True,
+    help="The pods' user id (runAsNonRoot; the image's files must be readable by it).",
+)
+@click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     help="Write a kustomize folder (kubectl apply -k DIR) instead of printing YAML.",
@@ -141,6 +156,8 @@ def render(
     database_secret: str,
     metrics_secret: str,
     token_secret: str,
+    database_url_from: str,
+    run_as_user: int,
     out: Path | None,
 ) -> None:
     """Print ready-to-apply manifests: the migration Job, and per --queue group a worker
@@ -192,6 +209,8 @@ def render(
             cpu=cpu,
             memory=memory,
             health_port=health_port,
+            database_url_from=UrlSource(database_url_from),
+            run_as_user=run_as_user,
         )
     except ConfigurationError as exc:
         raise click.UsageError(str(exc)) from None

@@ -28,6 +28,15 @@ class Scaler(enum.StrEnum):
     METRICS_API = "metrics-api"  # KEDA calls GET /metrics/keda?queue=NAME on rota's server
 
 
+class UrlSource(enum.StrEnum):
+    """How a pod gets its database URL from the Secret."""
+
+    ENV = "env"  # $ROTA_DATABASE_URL from a secretKeyRef (read once, at start)
+    # The Secret mounted as a file, named by $ROTA_DATABASE_URL_FILE: rota reads it for
+    # every new connection, so a rotated password needs no restart (docs/security.md).
+    FILE = "file"
+
+
 class Signal(enum.StrEnum):
     """What one replica's share is measured in (SEMANTICS §3.3: runnable, optionally plus
     running)."""
@@ -146,6 +155,10 @@ class RenderSettings:
     migrate_deadline: int = 600  # activeDeadlineSeconds of the migration Job
     migrate_ttl: int = 86_400  # ttlSecondsAfterFinished
     schema_version: int = field(default_factory=latest_schema_version)
+    # Pods run as this user id (runAsNonRoot needs a number: an image whose USER is a
+    # name cannot be checked by the kubelet).
+    run_as_user: int = 10_001
+    database_url_from: UrlSource = UrlSource.ENV
 
     def __post_init__(self) -> None:
         if not _APP_PATH.fullmatch(self.app):
@@ -196,6 +209,12 @@ class RenderSettings:
             raise ConfigurationError("the scale-down window must be 0-3600 seconds (HPA limit)")
         if self.migrate_backoff_limit < 0 or self.migrate_ttl < 0:
             raise ConfigurationError("the migration Job's backoff limit and TTL must be >= 0")
+        if not isinstance(self.run_as_user, int) or not 1 <= self.run_as_user <= 2**31 - 1:
+            raise ConfigurationError(
+                f"--run-as-user {self.run_as_user!r}: a user id from 1 (root, 0, is refused: "
+                "pods run as non-root)"
+            )
+        object.__setattr__(self, "database_url_from", UrlSource(self.database_url_from))
         for option, quantity in (("--cpu", self.cpu), ("--memory", self.memory)):
             if not _QUANTITY.fullmatch(quantity):
                 raise ConfigurationError(
