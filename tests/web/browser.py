@@ -71,14 +71,14 @@ def serve(asgi: Any, **options: Any) -> Iterator[str]:
 
 
 @contextmanager
-def chromium(width: int = 1366, height: int = 860) -> Iterator[Any]:
+def chromium(width: int = 1366, height: int = 860, extra: tuple[str, ...] = ()) -> Iterator[Any]:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     profile = tempfile.mkdtemp(prefix="rota-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in FLAGS:
+    for flag in (*FLAGS, *extra):
         options.add_argument(flag)
     options.add_argument(f"--window-size={width},{height}")
     options.add_argument(f"--user-data-dir={profile}")

@@ -108,3 +108,46 @@ def served(web: Any, **options: Any) -> Iterator[httpx.Client]:
 def dashboard(app: rota.App, **kwargs: Any) -> Iterator[httpx.Client]:
     with served(create_app(app, **kwargs)) as client:
         yield client
+
+
+@contextmanager
+def dashboard_process(database_url: str, *args: str) -> Iterator[tuple[Any, str]]:
+    """`rota dashboard ARGS` as a real process on a free port; yields (process, base URL
+    without the root path)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.helpers import wait_for
+
+    port = browser.free_port()
+    env = {**os.environ, "ROTA_DATABASE_URL": database_url}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rota", "dashboard", "--port", str(port), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        try:
+            return httpx.get(base + "/livez", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return proc.poll() is not None
+
+    try:
+        wait_for(up, timeout=30, interval=0.1)
+        assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+        yield proc, base
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()

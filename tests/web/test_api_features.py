@@ -194,8 +194,10 @@ def test_dashboard_command_serves_with_uvicorn(sqlite_url: str) -> None:
         assert httpx.get(base + "/api/queues").status_code == 401
         auth = {"Authorization": f"Bearer {token}"}
         assert httpx.get(base + "/api/queues", headers=auth).json() == []
-        page = httpx.get(base + f"/?token={token}", follow_redirects=False)
-        assert page.status_code == 303 and "rota_token" in page.headers["set-cookie"]
+        login = httpx.post(
+            base + "/api/session", json={"token": token}, headers={"X-Rota-Request": "1"}
+        )
+        assert login.status_code == 200 and "rota_session=" in login.headers["set-cookie"]
     finally:
         proc.send_signal(signal.SIGINT)
         try:

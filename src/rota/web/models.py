@@ -93,6 +93,10 @@ class SessionBody(Strict):
     token: Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_nul)]
 
 
+class LinkBody(Strict):
+    code: Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_nul)]
+
+
 # --- outputs ---------------------------------------------------------------------------------
 
 

@@ -20,12 +20,13 @@ from starlette.staticfiles import StaticFiles
 
 from rota import __version__
 from rota.auth import Permission, Principal
+from rota.auth.tokens import link_problem
 from rota.errors import AuthenticationError
 from rota.web import features
 from rota.web.api import Api, Call
 from rota.web.auth import COOKIE, OLD_COOKIE, Authenticator
 from rota.web.door import Door
-from rota.web.models import MeOut, SessionBody
+from rota.web.models import LinkBody, MeOut, SessionBody
 from rota.web.problems import from_exception, problem_response
 from rota.web.routes import ROUTERS
 from rota.web.settings import WebSettings
@@ -34,6 +35,13 @@ if TYPE_CHECKING:
     from rota.app import App
 
 HERE = Path(__file__).parent
+NOTICES = {
+    "token-in-url": (
+        "A token in a link no longer signs in: it would stay in the browser history and "
+        "in logs. Paste it below, or ask for a single-use link: "
+        "rota dashboard login-url --token-name NAME"
+    ),
+}
 
 
 def build_api(settings: WebSettings | None = None) -> Api:
@@ -71,6 +79,28 @@ def _session_routes(api: Api, settings: WebSettings) -> None:
         SameSite=Strict cookie (the cookie holds the session, never the token). Needs the
         X-Rota-Request header, so another site cannot sign a browser in (login CSRF)."""
         secret, principal = call.app.tokens.start_session(call.body.token, settings.session_seconds)
+        response = JSONResponse(me_of(call.app, principal).model_dump(mode="json"))
+        set_session(response, secret, call.request, settings)
+        return response
+
+    @api.route(
+        "POST",
+        "/api/session/link",
+        permission=None,
+        summary="Log in with a login link",
+        tag="session",
+        body=LinkBody,
+        response=MeOut,
+        errors=(401, 403),
+    )
+    def login_by_link(call: Call) -> Response:
+        """Exchange the code of a login link (`rota dashboard login-url`) for a browser
+        session: once, within the link's lifetime. Needs the X-Rota-Request header, so only
+        the dashboard's own link page can send it (a link followed from another site never
+        signs anyone in by itself)."""
+        secret, principal = call.app.tokens.redeem_login_link(
+            call.body.code, settings.session_seconds
+        )
         response = JSONResponse(me_of(call.app, principal).model_dump(mode="json"))
         set_session(response, secret, call.request, settings)
         return response
@@ -164,9 +194,8 @@ def create_app(
         template = env.get_template(entry.template)
 
         async def render(request: Request) -> Response:
-            token = request.query_params.get("token")
-            if token and not settings.no_auth:
-                return await _token_in_url(request, token)
+            if "token" in request.query_params:
+                return await _token_in_url(request)
             principal = await run_in_threadpool(authenticate.page_principal, request)
             if principal is None:
                 return login_page(request, None)
@@ -197,20 +226,75 @@ def create_app(
             "root": root,
         }
 
-    async def _token_in_url(request: Request, token: str) -> Response:
-        # ?token=... opens a browser session once; the URL is cleaned at once so the
-        # secret does not stay in the history or in Referer headers.
-        try:
-            secret, _ = await run_in_threadpool(
-                app.tokens.start_session, token, settings.session_seconds
-            )
-        except AuthenticationError:
-            return login_page(request, "That token is unknown or revoked.", status=401)
+    async def _token_in_url(request: Request) -> Response:
+        # A long-lived token must not travel in a link: it stays in the browser's history,
+        # in proxy logs and Referer headers, and a link on another site would sign a user
+        # into the attacker's token (login CSRF). So ?token= never signs in, whoever sent
+        # the link: the token is not even looked at. The URL is cleaned at once, and the
+        # sign-in page says what to do instead (paste it, or use a login link).
         rest = {k: v for k, v in request.query_params.items() if k != "token"}
         target = root + request.url.path + (f"?{urlencode(rest)}" if rest else "")
-        redirect = RedirectResponse(target, status_code=303)
-        set_session(redirect, secret, request, settings)
-        return redirect
+        if settings.no_auth:
+            return RedirectResponse(target, status_code=303)
+        query = urlencode({"notice": "token-in-url", "next": target})
+        return RedirectResponse(f"{root}/login?{query}", status_code=303)
+
+    def link_page(
+        request: Request,
+        *,
+        name: str | None,
+        role: str | None,
+        code: str | None,
+        problem: str | None,
+        status: int,
+    ) -> Response:
+        html = env.get_template("link.html").render(
+            title="Sign in",
+            root=root,
+            name=name,
+            role=role,
+            code=code,
+            problem=problem,
+            version=__version__,
+        )
+        headers = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+        return HTMLResponse(html, status_code=status, headers=headers)
+
+    async def login_link(request: Request) -> Response:
+        """GET /login/link?code=...: a navigation the user made (typed, pasted, opened
+        from a terminal or an app: `Sec-Fetch-Site: none`, or from this dashboard) uses
+        the link and signs in. Followed from another site's page, or from a browser that
+        does not say, it only asks: the user sees whose session it would open and signs
+        in with a click on this page (a same-origin request with the header)."""
+        code = request.query_params.get("code", "")
+        if settings.no_auth:
+            return RedirectResponse(root + "/", status_code=303)
+        fetched_by = request.headers.get("sec-fetch-site")
+        if fetched_by in ("none", "same-origin"):
+            try:
+                secret, _ = await run_in_threadpool(
+                    app.tokens.redeem_login_link, code, settings.session_seconds
+                )
+            except AuthenticationError as exc:
+                return link_page(
+                    request, name=None, role=None, code=None, problem=str(exc), status=410
+                )
+            redirect = RedirectResponse(root + "/", status_code=303)
+            set_session(redirect, secret, request, settings)
+            return redirect
+        record = await run_in_threadpool(app.tokens.inspect_login_link, code)
+        if record is None or record.used or record.expired or not record.token_live:
+            return link_page(
+                request,
+                name=None,
+                role=None,
+                code=None,
+                problem=link_problem(record),
+                status=410,
+            )
+        return link_page(
+            request, name=record.name, role=record.role, code=code, problem=None, status=200
+        )
 
     render_metrics: Any = None
     if settings.metrics:
@@ -231,7 +315,13 @@ def create_app(
         return Response(body, media_type=content_type)
 
     async def login_route(request: Request) -> Response:
-        return login_page(request, None)
+        notice = NOTICES.get(request.query_params.get("notice", ""))
+        return login_page(request, None, notice=notice)
+
+    async def livez(request: Request) -> Response:
+        # Liveness: the process answers. Never the database (that is /api/health, for
+        # readiness): a restart would not bring a database back.
+        return JSONResponse({"status": "ok"})
 
     async def not_found(request: Request, exc: Exception) -> Response:
         if request.url.path.startswith("/api/"):
@@ -247,6 +337,8 @@ def create_app(
         Route("/api/openapi.json", openapi, methods=["GET"]),
         *api.routes(app, authenticate),
         Route("/login", login_route, methods=["GET"]),
+        Route("/login/link", login_link, methods=["GET"]),
+        Route("/livez", livez, methods=["GET"]),
         *[Route(p.path, page(p), methods=["GET"]) for p in features.PAGES],
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]

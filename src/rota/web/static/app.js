@@ -725,6 +725,19 @@ if (PAGE === "login") {
   });
 }
 
+if (PAGE === "link") {
+  const go = $("link-continue");
+  if (go) go.addEventListener("click", async () => {
+    go.disabled = true;
+    try {
+      await api("/api/session/link", { method: "POST", json: { code: go.dataset.code } });
+      location.href = ROOT + "/";
+    } catch (err) {
+      const box = $("link-error"); box.hidden = false; box.textContent = err.message; go.disabled = false;
+    }
+  });
+}
+
 async function navCounts() {
   if (!can("dlq_read")) return;
   const link = document.querySelector('[data-nav="/dead-letters"] .count');

@@ -34,10 +34,14 @@ WHERE name = %(name)s AND revoked_at IS NULL AND (expires_at IS NULL OR expires_
 RETURNING digest
 
 -- name: login_link_redeem
--- Use a link once: only one caller gets its token digest back, and only in time.
-UPDATE rota_login_links SET used_at = now()
-WHERE digest = %(digest)s AND used_at IS NULL AND expires_at > now()
-RETURNING token_digest
+-- Use a link once: only one caller gets its token digest back, only in time, and only
+-- while its token is live (a link of a revoked token stays unused: it says why).
+UPDATE rota_login_links l SET used_at = now()
+WHERE l.digest = %(digest)s AND l.used_at IS NULL AND l.expires_at > now()
+  AND EXISTS (SELECT 1 FROM rota_api_tokens t
+              WHERE t.digest = l.token_digest AND t.revoked_at IS NULL
+                AND (t.expires_at IS NULL OR t.expires_at > now()))
+RETURNING l.token_digest
 
 -- name: login_link_find
 -- A link and the token it stands for, with why it can no longer be used (if so).

@@ -41,10 +41,15 @@ WHERE name = :name AND revoked_at IS NULL
 RETURNING digest
 
 -- name: login_link_redeem
--- Use a link once: only one caller gets its token digest back, and only in time.
+-- Use a link once: only one caller gets its token digest back, only in time, and only
+-- while its token is live (a link of a revoked token stays unused: it says why).
 UPDATE rota_login_links SET used_at = (julianday('now') - 2440587.5) * 86400.0
 WHERE digest = :digest AND used_at IS NULL
   AND expires_at > (julianday('now') - 2440587.5) * 86400.0
+  AND EXISTS (SELECT 1 FROM rota_api_tokens t
+              WHERE t.digest = rota_login_links.token_digest AND t.revoked_at IS NULL
+                AND (t.expires_at IS NULL
+                     OR t.expires_at > (julianday('now') - 2440587.5) * 86400.0))
 RETURNING token_digest
 
 -- name: login_link_find
