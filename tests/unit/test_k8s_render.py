@@ -464,3 +464,127 @@ def test_render_cli_takes_run_as_user_and_url_from() -> None:
     assert pods and all(p["securityContext"]["runAsUser"] == 4242 for p in pods)
     root = CliRunner().invoke(cli, ["k8s", "render", "--app", "a.b:c", "--run-as-user", "0"])
     assert root.exit_code == 2
+
+
+# --- the dashboard (issue 22) ------------------------------------------------------------------
+
+
+def _dashboard_variants() -> list[RenderSettings]:
+    return [
+        sample(dashboard=True),
+        sample(dashboard=True, dashboard_path="/rota", database_url_from=UrlSource.FILE),
+        sample(
+            dashboard=True,
+            dashboard_host="ops.seatlark.example",
+            dashboard_path="/rota",
+            dashboard_tls_secret="ops-tls",
+            dashboard_ingress_class="nginx",
+            dashboard_replicas=2,
+        ),
+        sample(dashboard=True, dashboard_host="ops.seatlark.example"),
+    ]
+
+
+def test_dashboard_manifests_validate_and_pass_pod_security_restricted() -> None:
+    for settings in _dashboard_variants():
+        docs = [d for d in documents(settings) if d["metadata"]["name"] == "rota-dashboard"]
+        kinds = sorted(d["kind"] for d in docs)
+        expected = ["Deployment", "Service"]
+        if settings.dashboard_host:
+            expected.append("Ingress")
+        assert kinds == sorted(expected)
+        for doc in docs:
+            validate(doc)  # kubernetes-validate, strict, 1.31 and 1.33
+            for pod in pod_templates(doc):
+                assert violations(pod) == []
+    # The same pod security context as the workers.
+    docs = documents(sample(dashboard=True))
+    worker, dashboard = (
+        next(d for d in by_kind(docs, "Deployment") if d["metadata"]["name"] == name)
+        for name in ("rota-worker-tickets", "rota-dashboard")
+    )
+    assert (
+        dashboard["spec"]["template"]["spec"]["securityContext"]
+        == worker["spec"]["template"]["spec"]["securityContext"]
+    )
+    (container,) = dashboard["spec"]["template"]["spec"]["containers"]
+    (worker_container,) = worker["spec"]["template"]["spec"]["containers"]
+    assert container["securityContext"] == worker_container["securityContext"]
+    assert container["env"] == worker_container["env"]  # the database URL, as the workers
+
+
+def test_dashboard_command_probes_and_ingress_fit_together(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    import rota
+    from rota.cli.dashboard import dashboard
+    from rota.web.server import create_app
+    from rota.web.settings import WebSettings
+
+    settings = _dashboard_variants()[2]
+    docs = documents(settings)
+    (deployment,) = [d for d in by_kind(docs, "Deployment") if "dashboard" in d["metadata"]["name"]]
+    (service,) = by_kind(docs, "Service")
+    (ingress,) = by_kind(docs, "Ingress")
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert deployment["spec"]["replicas"] == 2
+    # A real `rota dashboard` command line: its options parse, and the settings they make
+    # are valid.
+    assert container["command"][:2] == ["rota", "dashboard"]
+    params = dashboard.make_context("dashboard", container["command"][2:]).params
+    assert params["root_path"] == "/rota" and params["secure_cookies"] is True
+    assert params["forwarded_allow_ips"] == "*"
+    assert "ops.seatlark.example" in params["allowed_hosts"]
+    assert "rota-dashboard.seatlark.svc" in params["allowed_hosts"]
+    web = WebSettings(allowed_hosts=params["allowed_hosts"], root_path=params["root_path"])
+    # The probes hit routes the dashboard serves, under the prefix, with the Host they send.
+    app = rota.App(f"sqlite:///{tmp_path / 'rota.db'}")
+    app.migrate()
+    try:
+        with TestClient(create_app(app, web), base_url="http://10.1.2.3:8765") as client:
+            for probe in ("readinessProbe", "livenessProbe"):
+                get = container[probe]["httpGet"]
+                assert get["port"] == container["ports"][0]["name"]
+                headers = {h["name"]: h["value"] for h in get["httpHeaders"]}
+                assert client.get(get["path"], headers=headers).status_code == 200, probe
+                # Without the Host header the kubelet would be refused (pod IP).
+                assert client.get(get["path"]).status_code == 400
+    finally:
+        app.close()
+    # Service -> pods, Ingress -> Service, TLS for the host.
+    assert service["spec"]["selector"].items() <= pod_labels(deployment).items()
+    assert service["spec"]["ports"][0]["targetPort"] == container["ports"][0]["name"]
+    rule = ingress["spec"]["rules"][0]
+    backend = rule["http"]["paths"][0]["backend"]["service"]
+    assert backend == {"name": service["metadata"]["name"], "port": {"name": "http"}}
+    assert rule["http"]["paths"][0] == {**rule["http"]["paths"][0], "path": "/rota"}
+    assert ingress["spec"]["tls"] == [{"hosts": ["ops.seatlark.example"], "secretName": "ops-tls"}]
+    assert ingress["spec"]["ingressClassName"] == "nginx"
+
+
+def pod_labels(deployment: dict[str, Any]) -> dict[str, str]:
+    labels: dict[str, str] = deployment["spec"]["template"]["metadata"]["labels"]
+    return labels
+
+
+def test_render_cli_dashboard_options() -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["k8s", "render", "--app", "shop.jobs:app", "--dashboard", "--dashboard-host",
+         "ops.example.com", "--dashboard-path", "/rota/", "--dashboard-tls-secret", "tls",
+         "--database-url-from", "file"],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    docs = [d for d in yaml.safe_load_all(result.stdout) if d]
+    (ingress,) = [d for d in docs if d["kind"] == "Ingress"]
+    assert ingress["spec"]["rules"][0]["http"]["paths"][0]["path"] == "/rota"
+    for args, message in (
+        (["--dashboard-path", "/rota"], "need --dashboard"),
+        (["--dashboard", "--dashboard-tls-secret", "x"], "needs --dashboard-host"),
+        (["--dashboard", "--dashboard-path", "rota"], "--dashboard-path"),
+        (["--dashboard", "--dashboard-host", "bad host"], "not a host name"),
+    ):
+        bad = CliRunner().invoke(cli, ["k8s", "render", "--app", "a.b:c", *args])
+        assert bad.exit_code == 2 and message in bad.output, (args, bad.output)

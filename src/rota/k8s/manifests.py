@@ -395,6 +395,185 @@ def metrics_server(settings: RenderSettings) -> list[Manifest]:
     return [deployment, service]
 
 
+def dashboard_name(settings: RenderSettings) -> str:
+    return f"{settings.name}-dashboard"
+
+
+def dashboard_hosts(settings: RenderSettings) -> list[str]:
+    """The Host names the dashboard answers to besides loopback: the Ingress's host and
+    the Service's names inside the cluster (Prometheus scraping its /metrics)."""
+    service = dashboard_name(settings)
+    names = [
+        service,
+        f"{service}.{settings.namespace}.svc",
+        f"{service}.{settings.namespace}.svc.cluster.local",
+    ]
+    return ([settings.dashboard_host] if settings.dashboard_host else []) + names
+
+
+def dashboard_manifests(settings: RenderSettings) -> list[Manifest]:
+    """`rota dashboard` next to the workers: a Deployment (same pod security, same way to
+    the database URL), a Service, and with --dashboard-host an Ingress (TLS with
+    --dashboard-tls-secret) under --dashboard-path."""
+    name = dashboard_name(settings)
+    port = "http"
+    root = "" if settings.dashboard_path == "/" else settings.dashboard_path
+    secret = settings.dashboard_database_secret or settings.database_secret
+    url = url_wiring(settings, secret, settings.database_secret_key, "database-url")
+    command = [
+        "rota",
+        "dashboard",
+        "--app",
+        settings.app,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(settings.dashboard_port),
+    ]
+    for host in dashboard_hosts(settings):
+        command += ["--allowed-host", host]
+    if root:
+        command += ["--root-path", root]
+    if settings.dashboard_host is not None:
+        # The ingress controller's pods connect from addresses that change: trust their
+        # X-Forwarded-Proto. Spoofing it can only set the cookie's Secure flag, and
+        # --secure-cookies sets that anyway behind TLS.
+        command += ["--forwarded-allow-ips", "*"]
+    if settings.dashboard_tls_secret is not None:
+        command += ["--secure-cookies"]
+    # The kubelet probes the pod's IP: name a Host the dashboard answers to.
+    local = [{"name": "Host", "value": "localhost"}]
+    readiness = _probe(f"{root}/api/health", port, period=10, timeout=3, failures=3)
+    liveness = _probe(f"{root}/livez", port, period=10, timeout=5, failures=3)
+    readiness["httpGet"]["httpHeaders"] = local
+    liveness["httpGet"]["httpHeaders"] = list(local)
+    deployment: Manifest = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": name,
+            "namespace": settings.namespace,
+            "labels": labels(settings, "dashboard"),
+        },
+        "spec": {
+            "replicas": settings.dashboard_replicas,
+            "revisionHistoryLimit": 5,
+            "selector": {"matchLabels": _selector(settings, "dashboard", None)},
+            "template": {
+                "metadata": {"labels": labels(settings, "dashboard")},
+                "spec": {
+                    "automountServiceAccountToken": False,
+                    "securityContext": pod_security(settings),
+                    "initContainers": [
+                        {
+                            # The dashboard refuses a schema it does not know: wait for
+                            # the migration Job, like the workers.
+                            "name": "wait-for-schema",
+                            "image": settings.image,
+                            "command": [
+                                "rota",
+                                "migrate",
+                                "--check",
+                                "--wait",
+                                "--timeout",
+                                str(settings.migrate_deadline),
+                            ],
+                            "env": url.env,
+                            "resources": _small(),
+                            "securityContext": container_security(),
+                            "volumeMounts": _mounts(url),
+                        }
+                    ],
+                    "containers": [
+                        {
+                            "name": "dashboard",
+                            "image": settings.image,
+                            "command": command,
+                            "env": url.env,
+                            "ports": [
+                                {
+                                    "name": port,
+                                    "containerPort": settings.dashboard_port,
+                                    "protocol": "TCP",
+                                }
+                            ],
+                            "readinessProbe": readiness,
+                            "livenessProbe": liveness,
+                            "resources": {
+                                "requests": {"cpu": "100m", "memory": "192Mi"},
+                                "limits": {"memory": "256Mi"},
+                            },
+                            "securityContext": container_security(),
+                            "volumeMounts": _mounts(url),
+                        }
+                    ],
+                    "volumes": [_tmp_volume(), *url.volumes],
+                },
+            },
+        },
+    }
+    service: Manifest = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": name,
+            "namespace": settings.namespace,
+            "labels": labels(settings, "dashboard"),
+        },
+        "spec": {
+            "type": "ClusterIP",
+            "selector": _selector(settings, "dashboard", None),
+            "ports": [{"name": port, "port": 80, "targetPort": port, "protocol": "TCP"}],
+        },
+    }
+    found = [deployment, service]
+    if settings.dashboard_host is not None:
+        found.append(dashboard_ingress(settings))
+    return found
+
+
+def dashboard_ingress(settings: RenderSettings) -> Manifest:
+    """The Ingress: TLS ends at the ingress controller; the path is passed on as it is
+    (the dashboard serves under its --root-path either way)."""
+    assert settings.dashboard_host is not None
+    spec: dict[str, Any] = {}
+    if settings.dashboard_ingress_class is not None:
+        spec["ingressClassName"] = settings.dashboard_ingress_class
+    if settings.dashboard_tls_secret is not None:
+        spec["tls"] = [
+            {"hosts": [settings.dashboard_host], "secretName": settings.dashboard_tls_secret}
+        ]
+    spec["rules"] = [
+        {
+            "host": settings.dashboard_host,
+            "http": {
+                "paths": [
+                    {
+                        "path": settings.dashboard_path,
+                        "pathType": "Prefix",
+                        "backend": {
+                            "service": {
+                                "name": dashboard_name(settings),
+                                "port": {"name": "http"},
+                            }
+                        },
+                    }
+                ]
+            },
+        }
+    ]
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {
+            "name": dashboard_name(settings),
+            "namespace": settings.namespace,
+            "labels": labels(settings, "dashboard"),
+        },
+        "spec": spec,
+    }
+
+
 def render(settings: RenderSettings) -> dict[str, list[Manifest]]:
     """The manifests by file (the layout of `--out DIR`), in the order to apply them."""
     files: dict[str, list[Manifest]] = {"migrate-job.yaml": [migration_job(settings)]}
@@ -408,6 +587,8 @@ def render(settings: RenderSettings) -> dict[str, list[Manifest]]:
     files["keda-auth.yaml"] = [trigger_authentication(settings, labels(settings, "autoscaling"))]
     if settings.scaler is Scaler.METRICS_API:
         files["metrics-api.yaml"] = metrics_server(settings)
+    if settings.dashboard:
+        files["dashboard.yaml"] = dashboard_manifests(settings)
     return files
 
 
