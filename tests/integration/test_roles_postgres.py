@@ -10,7 +10,7 @@ import logging
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import psycopg
 import pytest
@@ -22,6 +22,7 @@ from rota.cli.main import cli
 from rota.web.records import JobSearch
 from rota.web.server import create_app
 from rota.web.store import WebStore
+from rota.web.settings import WebSettings
 from tests.conftest import PG_URL
 from tests.helpers import fast_settings, run_worker_until
 
@@ -236,7 +237,8 @@ def test_the_dashboard_runs_read_only_under_the_deadletters_role(roles: Roles) -
         job = bill.enqueue(order=3)
         token = admin.tokens.create("ops", "admin")  # tokens are made by the administrator
         headers = {"Authorization": f"Bearer {token}"}
-        with TestClient(create_app(viewer_app)) as client:
+        web = create_app(viewer_app, WebSettings(allowed_hosts=("testserver",)))
+        with TestClient(web) as client:
             listed = client.get("/api/jobs", headers=headers)
             assert listed.status_code == 200, listed.text
             assert [j["id"] for j in listed.json()] == [job.id]
@@ -250,3 +252,75 @@ def test_the_dashboard_runs_read_only_under_the_deadletters_role(roles: Roles) -
     finally:
         admin.close()
         viewer_app.close()
+
+
+def _privileges(role: str, table: str) -> set[str]:
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT array_agg(privilege_type::text) FROM information_schema.role_table_grants "
+            "WHERE grantee = %s AND table_name = %s",
+            (role, table),
+        ).fetchone()
+    return set(row[0] or []) if row else set()
+
+
+def test_an_existing_role_is_neither_adopted_nor_stripped(pg_url: str) -> None:
+    """Issue 18, hole 7: `--prefix app` must not take over an application's own
+    `app_worker` and revoke its grants on the application's tables."""
+    admin = rota.App(pg_url)
+    admin.migrate()
+    admin.close()
+    prefix = f"app{uuid.uuid4().hex[:8]}"
+    theirs = f"{prefix}_worker"
+    schema = parse_qs(urlsplit(pg_url).query)["options"][0].split("=", 1)[1]
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE TABLE "{schema}".orders (id int)')
+        conn.execute(f'CREATE ROLE "{theirs}" NOLOGIN')
+        conn.execute(f'GRANT SELECT, INSERT ON "{schema}".orders TO "{theirs}"')
+    runner = CliRunner()
+    args = ["db", "roles", "--apply", "--prefix", prefix, "--database-url", pg_url]
+    try:
+        refused = runner.invoke(cli, args)
+        assert refused.exit_code == 1, refused.output
+        assert theirs in refused.output and "--adopt" in refused.output
+        assert _privileges(theirs, "orders") == {"SELECT", "INSERT"}
+        assert _privileges(theirs, "rota_jobs") == set()  # nothing changed at all
+        printed = runner.invoke(cli, [*args[:2], "--prefix", prefix, "--database-url", pg_url])
+        assert printed.exit_code == 1  # the plan is not even printed as if it would apply
+        adopted = runner.invoke(cli, [*args, "--adopt"])
+        assert adopted.exit_code == 0, adopted.output
+        # rota manages it now, and never revoked what it does not own.
+        assert _privileges(theirs, "orders") == {"SELECT", "INSERT"}
+        assert {"SELECT", "INSERT", "UPDATE", "DELETE"} <= _privileges(theirs, "rota_jobs")
+        again = runner.invoke(cli, args)  # marked as rota's now: no --adopt needed
+        assert again.exit_code == 0, again.output
+        assert _privileges(theirs, "orders") == {"SELECT", "INSERT"}
+        statements = json.loads(runner.invoke(cli, [*args, "--json"]).stdout)["statements"]
+        assert not [s for s in statements if "ALL TABLES IN SCHEMA" in s]
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            for cap in CAPABILITIES:
+                name = f"{prefix}_{cap}"
+                if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone():
+                    conn.execute(f'DROP OWNED BY "{name}"')
+                    conn.execute(f'DROP ROLE "{name}"')
+
+
+def test_the_dashboard_role_keeps_sessions_and_last_use(roles: Roles) -> None:
+    """The read-only dashboard role opens and ends browser sessions and records when a
+    token was last used; the worker and metrics roles cannot read sessions at all."""
+    admin = rota.App(roles.admin_url)
+    reader = rota.App(roles.urls["deadletters"])
+    try:
+        token = admin.tokens.create("web", "viewer")
+        secret, principal = reader.tokens.start_session(token, 60)
+        assert principal.name == "web" and reader.tokens.session(secret).name == "web"
+        assert reader.tokens.end_session(secret)
+        assert next(t for t in admin.tokens.list() if t.name == "web").last_used_at is not None
+        for cap in ("worker", "metrics", "enqueue"):
+            _refused(roles.urls[cap], "SELECT * FROM rota_sessions")
+            _refused(roles.urls[cap], "SELECT * FROM rota_login_links")
+        _refused(roles.urls["deadletters"], "UPDATE rota_api_tokens SET role = 'admin'")
+    finally:
+        admin.close()
+        reader.close()

@@ -14,6 +14,7 @@ import yaml
 from click.testing import CliRunner
 
 from rota.cli.main import cli
+from tests.pod_security import pod_templates, violations
 from tests.unit.test_k8s_render import SCALED_OBJECT, SCALER_METADATA, validate
 
 PAGE = Path(__file__).parents[2] / "docs" / "kubernetes.md"
@@ -69,5 +70,35 @@ def test_every_yaml_block_validates() -> None:
                 jsonschema.validate(trigger["metadata"], SCALER_METADATA[trigger["type"]])
         else:
             validate(doc)
+            for pod in pod_templates(doc):
+                # What the page shows passes Pod Security "restricted", like what rota renders.
+                assert violations(pod) == [], doc["metadata"]["name"]
         checked += 1
     assert checked >= 6  # Deployment, PDB, ScaledObject, TriggerAuthentication, triggers, CronJob
+
+
+def test_the_dashboard_pages_ingress_is_what_render_prints() -> None:
+    """docs/dashboard.md, "In production": its render command prints its Ingress, and
+    every pod that command renders passes Pod Security "restricted"."""
+    page = PAGE.with_name("dashboard.md").read_text()
+    (command,) = [
+        line
+        for block in re.findall(r"^```sh\n(.*?)^```", page, flags=re.DOTALL | re.M)
+        for line in block.replace("\\\n", " ").splitlines()
+        if line.startswith("rota k8s render")
+    ]
+    args = shlex.split(command)[1:]
+    out = args.index("--out")
+    del args[out : out + 2]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    rendered = [d for d in yaml.safe_load_all(result.stdout) if d]
+    (ingress,) = [d for d in rendered if d["kind"] == "Ingress"]
+    shown = [
+        yaml.safe_load(b) for b in re.findall(r"^```yaml\n(.*?)^```", page, flags=re.DOTALL | re.M)
+    ]
+    assert ingress in shown
+    for doc in rendered:
+        validate(doc)
+        for pod in pod_templates(doc):
+            assert violations(pod) == [], doc["metadata"]["name"]

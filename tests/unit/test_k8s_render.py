@@ -23,9 +23,19 @@ from rota.cli.migrate import migrate
 from rota.cli.worker import worker
 from rota.drivers import queries
 from rota.errors import ConfigurationError
-from rota.k8s import RenderSettings, Scaler, Signal, WorkerGroup, documents, keda_query, to_yaml
+from rota.k8s import (
+    RenderSettings,
+    Scaler,
+    Signal,
+    UrlSource,
+    WorkerGroup,
+    documents,
+    keda_query,
+    to_yaml,
+)
 from rota.k8s.output import write_folder
 from rota.worker.health import Probe, build_app
+from tests.pod_security import pod_templates, violations
 
 KEDA = Path(__file__).parents[1] / "data" / "keda"
 # The oldest and newest Kubernetes minors we claim (unhealthyPodEvictionPolicy is GA in 1.31).
@@ -351,3 +361,230 @@ def test_rendered_commands_quote_safely() -> None:
         for container in spec.get("containers", []) + spec.get("initContainers", []):
             assert all(isinstance(arg, str) for arg in container["command"])
             assert shlex.join(container["command"]).startswith("rota ")
+
+
+# --- Pod Security "restricted" (issue 18, hole 8) --------------------------------------------
+
+
+def _all_variants() -> list[RenderSettings]:
+    return [
+        sample(scaler=scaler, signal=signal, database_url_from=source)
+        for scaler in Scaler
+        for signal in Signal
+        for source in UrlSource
+    ]
+
+
+def test_every_rendered_pod_passes_pod_security_restricted() -> None:
+    checked = 0
+    for settings in _all_variants():
+        for doc in documents(settings):
+            for pod in pod_templates(doc):
+                assert violations(pod) == [], (doc["kind"], doc["metadata"]["name"])
+                assert pod["securityContext"]["runAsNonRoot"] is True
+                assert pod["securityContext"]["runAsUser"] == 10_001
+                for container in [*pod.get("initContainers", []), *pod["containers"]]:
+                    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+                    tmp = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+                    assert tmp["/tmp"] == "tmp"
+                assert {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}} in pod["volumes"]
+                checked += 1
+            validate(doc)
+    assert checked >= 8 * 3
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda pod: pod["securityContext"].pop("runAsNonRoot"), "runAsNonRoot"),
+        (lambda pod: pod["securityContext"].update(runAsUser=0), "runAsUser 0"),
+        (lambda pod: pod["securityContext"].pop("seccompProfile"), "seccompProfile"),
+        (
+            lambda pod: pod["containers"][0]["securityContext"].update(
+                allowPrivilegeEscalation=True
+            ),
+            "allowPrivilegeEscalation",
+        ),
+        (
+            lambda pod: pod["containers"][0]["securityContext"]["capabilities"].update(
+                add=["NET_ADMIN"]
+            ),
+            "capabilities add",
+        ),
+        (lambda pod: pod["volumes"].append({"name": "h", "hostPath": {"path": "/"}}), "hostPath"),
+        (lambda pod: pod.update(hostNetwork=True), "hostNetwork"),
+    ],
+)
+def test_the_pod_security_check_catches_what_restricted_forbids(change: Any, expected: str) -> None:
+    (deployment, *_) = by_kind(documents(sample()), "Deployment")
+    pod = copy.deepcopy(deployment["spec"]["template"]["spec"])
+    change(pod)
+    assert any(expected in v for v in violations(pod)), violations(pod)
+
+
+def test_the_database_url_as_a_mounted_file() -> None:
+    settings = sample(scaler=Scaler.METRICS_API, database_url_from=UrlSource.FILE)
+    docs = documents(settings)
+    for doc in docs:
+        for pod in pod_templates(doc):
+            secrets = {v["name"]: v["secret"] for v in pod["volumes"] if "secret" in v}
+            for container in [*pod.get("initContainers", []), *pod["containers"]]:
+                env = {e["name"]: e for e in container["env"]}
+                assert "ROTA_DATABASE_URL" not in env  # the URL never sits in the env
+                path = env["ROTA_DATABASE_URL_FILE"]["value"]
+                folder, _, file = path.rpartition("/")
+                (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == folder]
+                assert mount["readOnly"] is True and "subPath" not in mount  # kubelet updates it
+                secret = secrets[mount["name"]]
+                assert secret["items"] == [{"key": "url", "path": file}]
+                assert secret["defaultMode"] == 0o440
+                assert pod["securityContext"]["fsGroup"] == 10_001  # so the user can read it
+            expected = (
+                "rota-metrics-database"
+                if doc["metadata"]["name"] == "rota-metrics"
+                else "rota-database"
+            )
+            assert {s["secretName"] for s in secrets.values()} == {expected}
+    # The worker reads it through `rota.App()`: the same variable docs/security.md names.
+    from rota.drivers.url import ENV_URL_FILE
+
+    assert ENV_URL_FILE == "ROTA_DATABASE_URL_FILE"
+
+
+def test_render_cli_takes_run_as_user_and_url_from() -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["k8s", "render", "--app", "shop.jobs:app", "--run-as-user", "4242",
+         "--database-url-from", "file"],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    docs = [d for d in yaml.safe_load_all(result.stdout) if d]
+    pods = [pod for d in docs for pod in pod_templates(d)]
+    assert pods and all(p["securityContext"]["runAsUser"] == 4242 for p in pods)
+    root = CliRunner().invoke(cli, ["k8s", "render", "--app", "a.b:c", "--run-as-user", "0"])
+    assert root.exit_code == 2
+
+
+# --- the dashboard (issue 22) ------------------------------------------------------------------
+
+
+def _dashboard_variants() -> list[RenderSettings]:
+    return [
+        sample(dashboard=True),
+        sample(dashboard=True, dashboard_path="/rota", database_url_from=UrlSource.FILE),
+        sample(
+            dashboard=True,
+            dashboard_host="ops.seatlark.example",
+            dashboard_path="/rota",
+            dashboard_tls_secret="ops-tls",
+            dashboard_ingress_class="nginx",
+            dashboard_replicas=2,
+        ),
+        sample(dashboard=True, dashboard_host="ops.seatlark.example"),
+    ]
+
+
+def test_dashboard_manifests_validate_and_pass_pod_security_restricted() -> None:
+    for settings in _dashboard_variants():
+        docs = [d for d in documents(settings) if d["metadata"]["name"] == "rota-dashboard"]
+        kinds = sorted(d["kind"] for d in docs)
+        expected = ["Deployment", "Service"]
+        if settings.dashboard_host:
+            expected.append("Ingress")
+        assert kinds == sorted(expected)
+        for doc in docs:
+            validate(doc)  # kubernetes-validate, strict, 1.31 and 1.33
+            for pod in pod_templates(doc):
+                assert violations(pod) == []
+    # The same pod security context as the workers.
+    docs = documents(sample(dashboard=True))
+    worker, dashboard = (
+        next(d for d in by_kind(docs, "Deployment") if d["metadata"]["name"] == name)
+        for name in ("rota-worker-tickets", "rota-dashboard")
+    )
+    assert (
+        dashboard["spec"]["template"]["spec"]["securityContext"]
+        == worker["spec"]["template"]["spec"]["securityContext"]
+    )
+    (container,) = dashboard["spec"]["template"]["spec"]["containers"]
+    (worker_container,) = worker["spec"]["template"]["spec"]["containers"]
+    assert container["securityContext"] == worker_container["securityContext"]
+    assert container["env"] == worker_container["env"]  # the database URL, as the workers
+
+
+def test_dashboard_command_probes_and_ingress_fit_together(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    import rota
+    from rota.cli.dashboard import dashboard
+    from rota.web.server import create_app
+    from rota.web.settings import WebSettings
+
+    settings = _dashboard_variants()[2]
+    docs = documents(settings)
+    (deployment,) = [d for d in by_kind(docs, "Deployment") if "dashboard" in d["metadata"]["name"]]
+    (service,) = by_kind(docs, "Service")
+    (ingress,) = by_kind(docs, "Ingress")
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert deployment["spec"]["replicas"] == 2
+    # A real `rota dashboard` command line: its options parse, and the settings they make
+    # are valid.
+    assert container["command"][:2] == ["rota", "dashboard"]
+    params = dashboard.make_context("dashboard", container["command"][2:]).params
+    assert params["root_path"] == "/rota" and params["secure_cookies"] is True
+    assert params["forwarded_allow_ips"] == "*"
+    assert "ops.seatlark.example" in params["allowed_hosts"]
+    assert "rota-dashboard.seatlark.svc" in params["allowed_hosts"]
+    web = WebSettings(allowed_hosts=params["allowed_hosts"], root_path=params["root_path"])
+    # The probes hit routes the dashboard serves, under the prefix, with the Host they send.
+    app = rota.App(f"sqlite:///{tmp_path / 'rota.db'}")
+    app.migrate()
+    try:
+        with TestClient(create_app(app, web), base_url="http://10.1.2.3:8765") as client:
+            for probe in ("readinessProbe", "livenessProbe"):
+                get = container[probe]["httpGet"]
+                assert get["port"] == container["ports"][0]["name"]
+                headers = {h["name"]: h["value"] for h in get["httpHeaders"]}
+                assert client.get(get["path"], headers=headers).status_code == 200, probe
+                # Without the Host header the kubelet would be refused (pod IP).
+                assert client.get(get["path"]).status_code == 400
+    finally:
+        app.close()
+    # Service -> pods, Ingress -> Service, TLS for the host.
+    assert service["spec"]["selector"].items() <= pod_labels(deployment).items()
+    assert service["spec"]["ports"][0]["targetPort"] == container["ports"][0]["name"]
+    rule = ingress["spec"]["rules"][0]
+    backend = rule["http"]["paths"][0]["backend"]["service"]
+    assert backend == {"name": service["metadata"]["name"], "port": {"name": "http"}}
+    assert rule["http"]["paths"][0] == {**rule["http"]["paths"][0], "path": "/rota"}
+    assert ingress["spec"]["tls"] == [{"hosts": ["ops.seatlark.example"], "secretName": "ops-tls"}]
+    assert ingress["spec"]["ingressClassName"] == "nginx"
+
+
+def pod_labels(deployment: dict[str, Any]) -> dict[str, str]:
+    labels: dict[str, str] = deployment["spec"]["template"]["metadata"]["labels"]
+    return labels
+
+
+def test_render_cli_dashboard_options() -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["k8s", "render", "--app", "shop.jobs:app", "--dashboard", "--dashboard-host",
+         "ops.example.com", "--dashboard-path", "/rota/", "--dashboard-tls-secret", "tls",
+         "--database-url-from", "file"],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    docs = [d for d in yaml.safe_load_all(result.stdout) if d]
+    (ingress,) = [d for d in docs if d["kind"] == "Ingress"]
+    assert ingress["spec"]["rules"][0]["http"]["paths"][0]["path"] == "/rota"
+    for args, message in (
+        (["--dashboard-path", "/rota"], "need --dashboard"),
+        (["--dashboard", "--dashboard-tls-secret", "x"], "needs --dashboard-host"),
+        (["--dashboard", "--dashboard-path", "rota"], "--dashboard-path"),
+        (["--dashboard", "--dashboard-host", "bad host"], "not a host name"),
+    ):
+        bad = CliRunner().invoke(cli, ["k8s", "render", "--app", "a.b:c", *args])
+        assert bad.exit_code == 2 and message in bad.output, (args, bad.output)

@@ -48,10 +48,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(asgi: Any) -> Iterator[str]:
-    """Run `asgi` under a real uvicorn server in a thread; yield its base URL."""
+def serve(asgi: Any, **options: Any) -> Iterator[str]:
+    """Run `asgi` under a real uvicorn server in a thread; yield its base URL. `options`
+    go to uvicorn.Config (e.g. forwarded_allow_ips)."""
     port = free_port()
-    config = uvicorn.Config(asgi, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    config = uvicorn.Config(
+        asgi, host="127.0.0.1", port=port, log_level="warning", lifespan="off", **options
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
     thread.start()
@@ -68,14 +71,14 @@ def serve(asgi: Any) -> Iterator[str]:
 
 
 @contextmanager
-def chromium(width: int = 1366, height: int = 860) -> Iterator[Any]:
+def chromium(width: int = 1366, height: int = 860, extra: tuple[str, ...] = ()) -> Iterator[Any]:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     profile = tempfile.mkdtemp(prefix="rota-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in FLAGS:
+    for flag in (*FLAGS, *extra):
         options.add_argument(flag)
     options.add_argument(f"--window-size={width},{height}")
     options.add_argument(f"--user-data-dir={profile}")

@@ -11,6 +11,10 @@ from starlette.testclient import TestClient
 
 import rota
 from rota.web.server import create_app
+from rota.web.settings import WebSettings
+
+# Starlette's TestClient sends `Host: testserver`: the dashboard must be told to answer it.
+TEST_HOST = WebSettings(allowed_hosts=("testserver",))
 
 
 @dataclass
@@ -37,5 +41,5 @@ def add_tasks(app: rota.App) -> None:
 def site(app: rota.App) -> Iterator[Site]:
     add_tasks(app)
     tokens = {role: app.tokens.create(f"t-{role}", role) for role in rota.auth.Role}
-    with TestClient(create_app(app)) as client:
+    with TestClient(create_app(app, TEST_HOST)) as client:
         yield Site(app=app, client=client, tokens={str(k): v for k, v in tokens.items()})

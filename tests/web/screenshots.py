@@ -127,13 +127,13 @@ def demo(path: Path) -> tuple[rota.App, int]:
 def take(folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     app, dead = demo(Path(tempfile.mkdtemp()) / "shop.db")
-    token = app.tokens.create("alice", "admin")
+    app.tokens.create("alice", "admin")
     written = []
     with browser.serve(rota_web(app)) as url, browser.chromium(1366, 860) as d:
         d.get(f"{url}/login")
         written.append(folder / "login.png")
         d.save_screenshot(str(written[-1]))
-        d.get(f"{url}/?token={token}")
+        d.get(f"{url}/login/link?code={app.tokens.create_login_link('alice')}")
         for name, page in PAGES.items():
             d.get(url + page.format(dead=dead))
             wait(d, lambda d: d.execute_script("return document.body.dataset.ready") == "1")

@@ -15,7 +15,7 @@ from schemathesis.specs.openapi.checks import (
 
 import rota
 from rota.web.server import create_app
-from tests.web.conftest import add_tasks
+from tests.web.conftest import TEST_HOST, add_tasks
 from tests.web.features_demo import seed_features
 
 HEADERS: dict[str, str] = {}
@@ -32,7 +32,7 @@ def _site(path: Path) -> tuple[rota.App, object]:
         app.enqueue("shop.charge", {"order": order}, key=f"order-{order}")
     # A long random name: the fuzzer's DELETE /api/tokens/{name} cannot guess it.
     HEADERS["Authorization"] = "Bearer " + app.tokens.create("fuzz-admin-5f0c9e1d7a", "admin")
-    return app, create_app(app)
+    return app, create_app(app, TEST_HOST)
 
 
 def test_no_input_makes_a_server_error(tmp_path: Path) -> None:

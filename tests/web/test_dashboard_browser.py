@@ -83,6 +83,15 @@ def wait(driver: Any, condition: Any, timeout: float = 10.0, message: Any = None
         raise
 
 
+def sign_in(dash: Dash, name: str, then: str = "/") -> None:
+    """Open a login link for the token `name` as its user would (issue 22: a token in
+    the URL no longer signs in), then the page `then`."""
+    code = dash.app.tokens.create_login_link(name)
+    dash.driver.get(f"{dash.url}/login/link?code={code}")
+    if then != "/":
+        dash.driver.get(dash.url + then)
+
+
 def depth(driver: Any, queue: str) -> int:
     from selenium.webdriver.common.by import By
 
@@ -95,10 +104,10 @@ def test_find_a_failed_job_retry_its_dead_letter_and_see_the_depth_change(dash: 
     from selenium.webdriver.common.keys import Keys
 
     d = dash.driver
-    # The overview, signed in once with ?token= (the URL is cleaned, a cookie stays).
-    d.get(f"{dash.url}/?token={dash.token}")
+    # The overview, signed in with a login link (the URL is cleaned, a session stays).
+    sign_in(dash, "browser")
     wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, 'tr[data-queue="payments"]'))
-    assert "token=" not in d.current_url
+    assert "code=" not in d.current_url
     wait(d, lambda d: depth(d, "payments") == 4)
     assert d.find_element(By.ID, "c-dead").text == "1"
     assert d.find_element(By.ID, "chart").find_elements(By.TAG_NAME, "path")
@@ -142,9 +151,9 @@ def test_replay_dead_letters_after_a_dry_run(dash: Dash) -> None:
 
     more = [dash.app.enqueue("shop.charge", {"order": 42}, max_attempts=1) for _ in range(2)]
     drain(dash.app, ["payments"])  # runs the 4 waiting ones too: the queue is empty now
-    replayer = dash.app.tokens.create("night-shift", "replayer")
+    dash.app.tokens.create("night-shift", "replayer")
     d = dash.driver
-    d.get(f"{dash.url}/dead-letters?token={replayer}")
+    sign_in(dash, "night-shift", "/dead-letters")
     wait(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#dead tr[data-job]")) == 3)
     assert d.find_elements(By.CSS_SELECTOR, "button[data-retry]") == []  # no OPERATE
     form = d.find_element(By.ID, "search")
@@ -173,7 +182,7 @@ def test_pause_a_queue_from_the_overview(dash: Dash) -> None:
     from selenium.webdriver.common.by import By
 
     d = dash.driver
-    d.get(f"{dash.url}/?token={dash.token}")
+    sign_in(dash, "browser")
     button = wait(d, lambda d: d.find_element(By.CSS_SELECTOR, 'button[data-queue="mail"]'))
     assert button.text == "Pause"
     button.click()
@@ -198,3 +207,38 @@ def test_login_form_and_a_viewer_sees_no_buttons(dash: Dash) -> None:
     d.get(f"{dash.url}/")
     wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, 'tr[data-queue="payments"]'))
     assert d.find_elements(By.CSS_SELECTOR, "button[data-queue]") == []
+
+
+def test_a_viewer_sees_no_payload_and_markup_in_errors_stays_text(dash: Dash) -> None:
+    """Issue 18: the one payload rule in the browser, and an error message with markup in
+    it drawn as text (no element made from it, no script run)."""
+    from selenium.webdriver.common.by import By
+
+    app = dash.app
+
+    @app.task(name="shop.xss", max_attempts=1)
+    def xss(card: str) -> None:
+        raise ValueError(f'<img src=x onerror="document.body.dataset.pwned=1"> {card}')
+
+    job = app.enqueue("shop.xss", {"card": "4111-VIEWER-SECRET"})
+    drain(app, ["default"])
+    d = dash.driver
+    sign_in(dash, "browser")  # the operator first
+    d.get(f"{dash.url}/jobs/{job.id}")
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#timeline li[data-attempt]"))
+    error = d.find_element(By.CSS_SELECTOR, "#timeline .err").text
+    assert error.startswith("ValueError: <img src=x") and "4111-VIEWER-SECRET" in error
+    assert d.find_elements(By.CSS_SELECTOR, "#timeline img") == []
+    assert d.execute_script("return document.body.dataset.pwned") is None
+    d.find_element(By.ID, "logout").click()
+    wait(d, lambda d: d.find_elements(By.NAME, "token"))
+    app.tokens.create("looker", "viewer")
+    sign_in(dash, "looker", f"/jobs/{job.id}")
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#timeline li[data-attempt]"))
+    page = d.find_element(By.TAG_NAME, "main").text
+    assert "4111-VIEWER-SECRET" not in page and "<img" not in page
+    assert "hidden" in d.find_element(By.ID, "args").text
+    assert d.find_element(By.CSS_SELECTOR, "#timeline .err").text == "ValueError"
+    assert d.find_elements(By.CSS_SELECTOR, "#timeline details.tb") == []
+    nav = [a.get_attribute("data-nav") for a in d.find_elements(By.CSS_SELECTOR, "nav a")]
+    assert "/tokens" not in nav and "/dead-letters" not in nav and "/jobs" in nav

@@ -33,15 +33,28 @@ def db() -> None:
     "PREFIX_replay and PREFIX_metrics.",
 )
 @click.option("--apply", "apply_", is_flag=True, help="Run the statements (default: print).")
+@click.option(
+    "--adopt",
+    is_flag=True,
+    help="Manage roles of these names that exist already but were not created by rota "
+    "(their grants on other tables are kept).",
+)
 @json_option
 def roles(
-    app_path: str | None, database_url: str | None, prefix: str, apply_: bool, as_json: bool
+    app_path: str | None,
+    database_url: str | None,
+    prefix: str,
+    apply_: bool,
+    adopt: bool,
+    as_json: bool,
 ) -> None:
     """Create least-privilege PostgreSQL roles for rota's tables in the app's schema.
 
     The roles cannot log in: grant them to your login roles, e.g.
     `CREATE ROLE billing_web LOGIN PASSWORD '...' IN ROLE rota_enqueue`. Rerun after
-    every `rota migrate` so new tables are covered."""
+    every `rota migrate` so new tables are covered. A role of the same name that rota
+    did not create is refused unless --adopt is given; rota never changes grants on
+    tables that are not its own."""
     try:
         role_plans.check_prefix(prefix)
     except ConfigurationError as exc:
@@ -61,7 +74,7 @@ def roles(
                     f"no rota tables in schema {schema!r}: run `rota migrate` first"
                 )
             plans = role_plans.plan(prefix, tables)
-            return schema, plans, pg_roles.render(plans, schema, catalog)
+            return schema, plans, pg_roles.render(plans, schema, catalog, adopt=adopt)
 
         schema, plans, statements = run_guarded(build)
         if apply_:

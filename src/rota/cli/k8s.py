@@ -15,7 +15,7 @@ from rota.cli.common import app_options, err_console, fail, load_app
 from rota.drivers.base import BacklogReport
 from rota.errors import ConfigurationError, RotaError
 from rota.k8s.output import to_yaml, write_folder
-from rota.k8s.settings import RenderSettings, Scaler, Signal, WorkerGroup
+from rota.k8s.settings import RenderSettings, Scaler, Signal, UrlSource, WorkerGroup
 from rota.settings import parse_queues
 from rota.telemetry.logging import configure
 
@@ -113,6 +113,42 @@ def _per_group(option: str, values: tuple[T, ...], groups: int, default: T) -> l
 @click.option("--metrics-secret", default="rota-metrics-database", show_default=True)
 @click.option("--token-secret", default="rota-metrics-token", show_default=True)
 @click.option(
+    "--database-url-from",
+    type=click.Choice([u.value for u in UrlSource]),
+    default=UrlSource.ENV.value,
+    show_default=True,
+    help="env: $ROTA_DATABASE_URL from the Secret; file: the Secret mounted as a file "
+    "($ROTA_DATABASE_URL_FILE), re-read for each new connection (password rotation).",
+)
+@click.option(
+    "--run-as-user",
+    type=click.IntRange(1, 2**31 - 1),
+    default=10_001,
+    show_default=True,
+    help="The pods' user id (runAsNonRoot; the image's files must be readable by it).",
+)
+@click.option(
+    "--dashboard", is_flag=True, help="Also render `rota dashboard`: Deployment, Service."
+)
+@click.option(
+    "--dashboard-host",
+    help="Add an Ingress for the dashboard with this host name (e.g. ops.example.com).",
+)
+@click.option(
+    "--dashboard-path",
+    default="/",
+    show_default=True,
+    help="Serve the dashboard under this path (the Ingress path and its --root-path).",
+)
+@click.option("--dashboard-tls-secret", help="The Ingress's TLS Secret (and Secure cookies).")
+@click.option("--dashboard-ingress-class", help="The Ingress's ingressClassName.")
+@click.option("--dashboard-replicas", type=click.IntRange(1, 20), default=1, show_default=True)
+@click.option(
+    "--dashboard-database-secret",
+    help="The dashboard's database URL Secret (default: --database-secret). Its role must "
+    "read rota_api_tokens: the owner, or PREFIX_deadletters for a read-only dashboard.",
+)
+@click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     help="Write a kustomize folder (kubectl apply -k DIR) instead of printing YAML.",
@@ -141,10 +177,20 @@ def render(
     database_secret: str,
     metrics_secret: str,
     token_secret: str,
+    database_url_from: str,
+    run_as_user: int,
+    dashboard: bool,
+    dashboard_host: str | None,
+    dashboard_path: str,
+    dashboard_tls_secret: str | None,
+    dashboard_ingress_class: str | None,
+    dashboard_replicas: int,
+    dashboard_database_secret: str | None,
     out: Path | None,
 ) -> None:
-    """Print ready-to-apply manifests: the migration Job, and per --queue group a worker
-    Deployment, PodDisruptionBudget and KEDA ScaledObject.
+    """Print ready-to-apply manifests: the migration Job, per --queue group a worker
+    Deployment, PodDisruptionBudget and KEDA ScaledObject, and with --dashboard the
+    dashboard's Deployment, Service and (with --dashboard-host) Ingress.
 
     --min, --max, --target, --activation given once apply to every --queue group; given
     once per --queue, the n-th goes with the n-th group."""
@@ -192,6 +238,15 @@ def render(
             cpu=cpu,
             memory=memory,
             health_port=health_port,
+            database_url_from=UrlSource(database_url_from),
+            run_as_user=run_as_user,
+            dashboard=dashboard,
+            dashboard_host=dashboard_host,
+            dashboard_path=dashboard_path,
+            dashboard_tls_secret=dashboard_tls_secret,
+            dashboard_ingress_class=dashboard_ingress_class,
+            dashboard_replicas=dashboard_replicas,
+            dashboard_database_secret=dashboard_database_secret,
         )
     except ConfigurationError as exc:
         raise click.UsageError(str(exc)) from None

@@ -14,7 +14,7 @@ from rota.errors import ConfigurationError
 from rota.observe.cluster import ClusterCollector
 from rota.telemetry.logging import configure
 from rota.telemetry.prometheus import registry_of, render_text
-from rota.telemetry.server import MetricsServer, metrics_app
+from rota.telemetry.server import MetricsServer, metrics_app, metrics_token
 
 
 @click.command()
@@ -48,7 +48,8 @@ def metrics(
     log_format: str,
 ) -> None:
     """Cluster-wide metrics: jobs by queue and state, oldest waiting job, dead letters,
-    live workers, the leader and schedule lag (docs/observability.md)."""
+    live workers, the leader and schedule lag (docs/observability.md). Set
+    $ROTA_METRICS_TOKEN to require it as a bearer token (docs/security.md)."""
     configure("warning" if once else "info", log_format)
     app = load_app(app_path, database_url)
     collector = ClusterCollector(app.driver, cache_seconds=0.0 if once else cache)
@@ -59,7 +60,8 @@ def metrics(
             if not collector.database_up:
                 fail("could not read the database (see rota_database_up)")
             return
-        server = MetricsServer(metrics_app(registry, in_thread=True), host, port)
+        web = metrics_app(registry, in_thread=True, token=metrics_token())
+        server = MetricsServer(web, host, port)
         try:
             asyncio.run(_serve(server))
         except ConfigurationError as exc:  # the port is taken

@@ -120,32 +120,71 @@ class RescueReport:
 
 @dataclass(frozen=True)
 class TokenRecord:
-    """An API token as stored: its name, role and lifetime, never the secret."""
+    """An API token as stored: its name, role and lifetime, never the secret. `expired`
+    and `stale` (its last use is over a minute old) are read with the database clock."""
 
     name: str
     role: str
     created_at: datetime
     revoked_at: datetime | None = None
+    expires_at: datetime | None = None
+    last_used_at: datetime | None = None
+    expired: bool = False
+    stale: bool = False
 
     def to_json(self) -> dict[str, Any]:
+        def iso(value: datetime | None) -> str | None:
+            return None if value is None else value.isoformat()
+
         return {
             "name": self.name,
             "role": self.role,
             "created_at": self.created_at.isoformat(),
-            "revoked_at": None if self.revoked_at is None else self.revoked_at.isoformat(),
+            "revoked_at": iso(self.revoked_at),
+            "expires_at": iso(self.expires_at),
+            "last_used_at": iso(self.last_used_at),
+            "expired": self.expired,
         }
 
 
-class TokenStore(Protocol):
-    """API tokens by SHA-256 digest (see rota.auth)."""
+@dataclass(frozen=True)
+class LoginLinkRecord:
+    """A login link and the token it stands for (`name` None: that token is gone)."""
 
-    def insert(self, name: str, digest: str, role: str) -> bool: ...
+    name: str | None
+    role: str | None
+    used: bool
+    expired: bool
+    token_live: bool
+
+
+class TokenStore(Protocol):
+    """API tokens by SHA-256 digest (see rota.auth), the dashboard's browser sessions
+    and its single-use login links (also stored as digests)."""
+
+    def insert(self, name: str, digest: str, role: str, seconds: float | None = None) -> bool: ...
 
     def find(self, digest: str) -> TokenRecord | None: ...
 
     def all(self) -> list[TokenRecord]: ...
 
     def revoke(self, name: str) -> bool: ...
+
+    def touch(self, digest: str) -> None: ...
+
+    def session_insert(self, digest: str, token_digest: str, seconds: float) -> None: ...
+
+    def session_find(self, digest: str) -> tuple[TokenRecord, str] | None: ...
+
+    def session_end(self, digest: str) -> bool: ...
+
+    def link_insert(self, digest: str, name: str, seconds: float) -> bool: ...
+
+    def link_redeem(self, digest: str) -> str | None: ...
+
+    def link_find(self, digest: str) -> LoginLinkRecord | None: ...
+
+    def prune(self) -> None: ...
 
 
 @dataclass(frozen=True)

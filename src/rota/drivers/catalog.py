@@ -4,6 +4,7 @@ or functions, so its queries return none)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,3 +36,8 @@ class CatalogStore:
 
     def functions(self) -> list[tuple[str, str]]:
         return [(r["name"], r["args"]) for r in self._db.query("catalog_functions")]
+
+    def roles(self, names: Sequence[str]) -> dict[str, str | None]:
+        """Which of `names` exist as database roles, with their comments (none on SQLite)."""
+        rows = self._db.query("catalog_roles", {"names": self._db.codec.array(list(names))})
+        return {r["name"]: r["comment"] for r in rows}

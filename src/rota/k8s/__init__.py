@@ -5,7 +5,7 @@ from rota.k8s.keda import keda_query
 from rota.k8s.manifests import documents, render
 from rota.k8s.output import to_yaml, write_folder
 from rota.k8s.scaling import ScaleHint, ScaleHintSettings, scale_hint
-from rota.k8s.settings import RenderSettings, Scaler, Signal, WorkerGroup
+from rota.k8s.settings import RenderSettings, Scaler, Signal, UrlSource, WorkerGroup
 
 __all__ = [
     "RenderSettings",
@@ -13,6 +13,7 @@ __all__ = [
     "ScaleHintSettings",
     "Scaler",
     "Signal",
+    "UrlSource",
     "WorkerGroup",
     "documents",
     "keda_query",

@@ -19,6 +19,8 @@ _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _APP_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 _IMAGE = re.compile(r"[a-z0-9][^\s]*")  # an image reference: registry/path:tag or @digest
 _QUANTITY = re.compile(r"(\d+(\.\d+)?)(m|k|M|G|T|Ki|Mi|Gi|Ti)?")
+# A URL path prefix for the dashboard (the same rule as `rota dashboard --root-path`).
+_PATH = re.compile(r"(/[A-Za-z0-9._~-]+)+")
 
 
 class Scaler(enum.StrEnum):
@@ -26,6 +28,15 @@ class Scaler(enum.StrEnum):
 
     POSTGRESQL = "postgresql"  # KEDA calls the rota_keda_* functions in the database
     METRICS_API = "metrics-api"  # KEDA calls GET /metrics/keda?queue=NAME on rota's server
+
+
+class UrlSource(enum.StrEnum):
+    """How a pod gets its database URL from the Secret."""
+
+    ENV = "env"  # $ROTA_DATABASE_URL from a secretKeyRef (read once, at start)
+    # The Secret mounted as a file, named by $ROTA_DATABASE_URL_FILE: rota reads it for
+    # every new connection, so a rotated password needs no restart (docs/security.md).
+    FILE = "file"
 
 
 class Signal(enum.StrEnum):
@@ -146,6 +157,22 @@ class RenderSettings:
     migrate_deadline: int = 600  # activeDeadlineSeconds of the migration Job
     migrate_ttl: int = 86_400  # ttlSecondsAfterFinished
     schema_version: int = field(default_factory=latest_schema_version)
+    # Pods run as this user id (runAsNonRoot needs a number: an image whose USER is a
+    # name cannot be checked by the kubelet).
+    run_as_user: int = 10_001
+    database_url_from: UrlSource = UrlSource.ENV
+    # The dashboard (`rota dashboard`): a Deployment and a Service, and an Ingress when it
+    # has a host name.
+    dashboard: bool = False
+    dashboard_replicas: int = 1
+    dashboard_port: int = 8765
+    dashboard_host: str | None = None  # the Ingress rule's host (and an allowed Host)
+    dashboard_path: str = "/"  # the Ingress path and the dashboard's --root-path
+    dashboard_tls_secret: str | None = None  # the Ingress's TLS certificate Secret
+    dashboard_ingress_class: str | None = None
+    # Default: the workers' database Secret. The dashboard checks API tokens, so its
+    # role must read rota_api_tokens (the owner, or the deadletters role, read-only).
+    dashboard_database_secret: str | None = None
 
     def __post_init__(self) -> None:
         if not _APP_PATH.fullmatch(self.app):
@@ -196,11 +223,58 @@ class RenderSettings:
             raise ConfigurationError("the scale-down window must be 0-3600 seconds (HPA limit)")
         if self.migrate_backoff_limit < 0 or self.migrate_ttl < 0:
             raise ConfigurationError("the migration Job's backoff limit and TTL must be >= 0")
+        if not isinstance(self.run_as_user, int) or not 1 <= self.run_as_user <= 2**31 - 1:
+            raise ConfigurationError(
+                f"--run-as-user {self.run_as_user!r}: a user id from 1 (root, 0, is refused: "
+                "pods run as non-root)"
+            )
+        object.__setattr__(self, "database_url_from", UrlSource(self.database_url_from))
+        self._check_dashboard()
         for option, quantity in (("--cpu", self.cpu), ("--memory", self.memory)):
             if not _QUANTITY.fullmatch(quantity):
                 raise ConfigurationError(
                     f"{option} {quantity!r} is not a Kubernetes quantity (e.g. 250m, 256Mi)"
                 )
+
+    def _check_dashboard(self) -> None:
+        options = {
+            "--dashboard-host": self.dashboard_host,
+            "--dashboard-tls-secret": self.dashboard_tls_secret,
+            "--dashboard-ingress-class": self.dashboard_ingress_class,
+            "--dashboard-database-secret": self.dashboard_database_secret,
+        }
+        given = [k for k, v in options.items() if v is not None]
+        if self.dashboard_path != "/":
+            given.append("--dashboard-path")
+        if given and not self.dashboard:
+            raise ConfigurationError(f"{', '.join(given)} need --dashboard")
+        if not isinstance(self.dashboard_replicas, int) or not 1 <= self.dashboard_replicas <= 20:
+            raise ConfigurationError("--dashboard-replicas must be 1-20")
+        if not 1 <= self.dashboard_port <= 65_535:
+            raise ConfigurationError("the dashboard port must be 1-65535")
+        if self.dashboard_host is not None:
+            labels = self.dashboard_host.split(".")
+            if len(self.dashboard_host) > 253 or not all(
+                _LABEL.fullmatch(x) and len(x) <= 63 for x in labels
+            ):
+                raise ConfigurationError(
+                    f"--dashboard-host {self.dashboard_host!r} is not a host name "
+                    "(e.g. ops.example.com)"
+                )
+        if self.dashboard_tls_secret is not None:
+            if self.dashboard_host is None:
+                raise ConfigurationError("--dashboard-tls-secret needs --dashboard-host")
+            _label(self.dashboard_tls_secret, "secret name", "--dashboard-tls-secret")
+        if self.dashboard_ingress_class is not None:
+            _label(self.dashboard_ingress_class, "ingress class", "--dashboard-ingress-class")
+        if self.dashboard_database_secret is not None:
+            _label(self.dashboard_database_secret, "secret name", "--dashboard-database-secret")
+        path = self.dashboard_path.rstrip("/") or "/"
+        if path != "/" and not _PATH.fullmatch(path):
+            raise ConfigurationError(
+                f"--dashboard-path {self.dashboard_path!r}: use a path such as /rota"
+            )
+        object.__setattr__(self, "dashboard_path", path)
 
     @property
     def termination_grace(self) -> int:

@@ -51,6 +51,9 @@ SENSITIVE_COLUMNS = frozenset(
 METRICS_READABLE = frozenset({("rota_schedules", "args")})
 # Tables only an administrator (the migrating owner) touches.
 ADMIN_TABLES = frozenset({"rota_api_tokens", "rota_migrations"})
+# The dashboard's browser sessions and login links: only the roles a dashboard runs
+# under (deadletters, replay) open, end and prune them.
+SESSION_TABLES = frozenset({"rota_sessions", "rota_login_links"})
 # What a retry or a dead-letter replay changes: the replay role may update these columns
 # of rota_jobs (those that exist) and no others.
 REPLAY_COLUMNS = (
@@ -64,6 +67,10 @@ REPLAY_COLUMNS = (
 )
 # The audit trail of dead-letter replays: the replay role records its own.
 REPLAY_AUDIT_TABLES = frozenset({"rota_replays"})
+
+# The comment `rota db roles` puts on the roles it creates: a role of a planned name
+# without it belongs to someone else, and is not adopted unless asked (--adopt).
+ROLE_MARKER = "rota: least-privilege role managed by `rota db roles`"
 
 # Privileges that are not table privileges: granted on the schema, sequences, functions.
 READ, INSERT, UPDATE, DELETE = "SELECT", "INSERT", "UPDATE", "DELETE"
@@ -103,6 +110,10 @@ def check_prefix(prefix: str) -> str:
 
 def _grants(capability: Capability, table: TableInfo) -> list[Grant]:
     name = table.name
+    if name in SESSION_TABLES:
+        if capability in (Capability.DEADLETTERS, Capability.REPLAY):
+            return [Grant(name, p) for p in (READ, INSERT, UPDATE, DELETE)]
+        return []
     if capability is Capability.WORKER:
         if name == "rota_migrations":
             return [Grant(name, READ)]  # the worker checks the schema version
@@ -120,8 +131,12 @@ def _grants(capability: Capability, table: TableInfo) -> list[Grant]:
     if capability in (Capability.DEADLETTERS, Capability.REPLAY):
         if name == "rota_api_tokens":
             # The dashboard checks a bearer token by its SHA-256 digest: reading digests
-            # reveals no token. Creating and revoking tokens stays with the administrator.
-            return [Grant(name, READ)]
+            # reveals no token. It records when a token was last used; creating and
+            # revoking tokens stays with the administrator.
+            grants = [Grant(name, READ)]
+            if "last_used_at" in table.columns:
+                grants.append(Grant(name, UPDATE, ("last_used_at",)))
+            return grants
         if name in ADMIN_TABLES:
             return []
         grants = [Grant(name, READ)]

@@ -1,11 +1,15 @@
 """The /metrics HTTP endpoint: a small Starlette app served by uvicorn on the caller's
-asyncio loop (a worker's, or the one `rota metrics` runs)."""
+asyncio loop (a worker's, or the one `rota metrics` runs). With $ROTA_METRICS_TOKEN set,
+it answers only a request that sends that token (`Authorization: Bearer`), like KEDA's
+/metrics/keda on the health port."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
+import os
 import socket
 from collections.abc import Iterator
 
@@ -14,7 +18,7 @@ from prometheus_client.registry import CollectorRegistry
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from rota.errors import ConfigurationError
@@ -22,14 +26,46 @@ from rota.telemetry.prometheus import renderer
 
 log = logging.getLogger("rota.metrics")
 
+# One optional bearer token for every metrics listener rota serves: a worker's
+# --metrics-port and its /metrics/keda, `rota metrics`, `rota k8s metrics-api`.
+METRICS_TOKEN_ENV = "ROTA_METRICS_TOKEN"
 
-def metrics_app(registry: CollectorRegistry, *, in_thread: bool) -> Starlette:
-    """An ASGI app answering GET /metrics from `registry`. `in_thread` renders on a
-    thread (collectors that query the database); otherwise on the loop, which keeps a
-    worker's in-memory counters consistent with the loop that writes them."""
+
+def metrics_token() -> str | None:
+    """The token from $ROTA_METRICS_TOKEN, or None (the listeners are open)."""
+    return os.environ.get(METRICS_TOKEN_ENV) or None
+
+
+def token_ok(request: Request, token: str) -> bool:
+    """Whether the request sends `token` as a bearer token (or as X-API-Key, as KEDA's
+    apiKey auth mode does), compared in constant time."""
+    offered = request.headers.get("x-api-key", "")
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer":
+        offered = credentials.strip()
+    return hmac.compare_digest(offered.encode(), token.encode())
+
+
+def unauthorized() -> JSONResponse:
+    return JSONResponse(
+        {"error": "unauthorized: send Authorization: Bearer <token>"},
+        status_code=401,
+        headers={"WWW-Authenticate": "Bearer"},
+    )
+
+
+def metrics_app(
+    registry: CollectorRegistry, *, in_thread: bool, token: str | None = None
+) -> Starlette:
+    """An ASGI app answering GET /metrics from `registry`, only to callers that send
+    `token` when one is given. `in_thread` renders on a thread (collectors that query
+    the database); otherwise on the loop, which keeps a worker's in-memory counters
+    consistent with the loop that writes them."""
     render = renderer(registry)
 
     async def metrics(request: Request) -> Response:
+        if token and not token_ok(request, token):
+            return unauthorized()
         accept = request.headers.get("accept", "")
         if in_thread:
             body, content_type = await run_in_threadpool(render, accept)
@@ -110,3 +146,4 @@ def _bind(host: str, port: int) -> socket.socket:
             f"cannot serve metrics on {host}:{port} ({exc}): choose another --metrics-port"
         ) from None
     return sock
+

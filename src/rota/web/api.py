@@ -5,6 +5,7 @@ document is generated from the same declarations, so the two cannot drift apart.
 from __future__ import annotations
 
 import json
+import re
 import types
 import typing
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from starlette.routing import Route
 
 from rota.auth import Permission, Principal, Role
 from rota.web.problems import PROBLEM_JSON, Problem, from_exception
+from rota.web.settings import MAX_JSON_DEPTH
 
 if typing.TYPE_CHECKING:
     from rota.standard import App
@@ -144,13 +146,37 @@ def _query_values(model: type[BaseModel], request: Request) -> dict[str, Any]:
     return values
 
 
+_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
+
+
+def json_depth_exceeds(raw: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether `raw` nests arrays and objects deeper than `limit`, checked before parsing
+    (the parser would recurse once per level, and 100,000 `[` raise RecursionError)."""
+    # Brackets inside strings do not nest: drop the strings, then every other byte but
+    # the brackets, and count.
+    depth = 0
+    for byte in _STRINGS.sub(b"", raw).translate(None, _BRACKETS):
+        if byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
 async def _body(request: Request) -> Any:
     raw = await request.body()
     if not raw:
         return {}
+    if json_depth_exceeds(raw):
+        raise Problem(
+            400, f"the request body nests deeper than {MAX_JSON_DEPTH} levels", kind="bad-json"
+        )
     try:
         return json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise Problem(400, "the request body is not valid JSON", kind="bad-json") from None
 
 
@@ -300,7 +326,7 @@ def build_openapi(api: Api) -> dict[str, Any]:
         if params or ep.body is not None:
             codes.add(422)
         if ep.body is not None:
-            codes.add(400)
+            codes |= {400, 413, 415}
         for code in sorted(codes):
             responses[str(code)] = {"description": _describe(code), "content": problem}
         op["responses"] = responses
@@ -325,11 +351,13 @@ def build_openapi(api: Api) -> dict[str, Any]:
 
 def _describe(code: int) -> str:
     return {
-        400: "The body is not JSON.",
+        400: "The body is not JSON, or nests too deep.",
         401: "No valid token.",
         403: "The token's role lacks the permission.",
         404: "Not found.",
         409: "The job is in a state that does not allow this.",
+        413: "The body is over the size limit.",
+        415: "The body is not sent as application/json.",
         422: "Invalid input.",
         503: "The database is unavailable.",
     }.get(code, "Error.")

@@ -1,5 +1,6 @@
-"""Who calls: a bearer token (API clients), the dashboard's session cookie (the browser),
-or nobody at all with `--no-auth` on a loopback address."""
+"""Who calls: a bearer token (API clients), the dashboard's session cookie (a browser
+session of its own, never the token), or nobody at all with `--no-auth` on a loopback
+address."""
 
 from __future__ import annotations
 
@@ -10,16 +11,17 @@ from starlette.requests import Request
 
 from rota.auth import Principal, Role
 from rota.errors import AuthenticationError, ConfigurationError, PermissionDeniedError
+from rota.web.door import CSRF_HEADER, SAFE_METHODS
 
 if TYPE_CHECKING:
     from rota.standard import App
 
-COOKIE = "rota_token"
-# Sent by the dashboard's own scripts: a page on another site cannot add a custom header to
-# a cross-site request without a CORS preflight (which this server never grants), so a
-# cookie-authenticated write that carries it comes from the dashboard (CSRF guard).
-CSRF_HEADER = "x-rota-request"
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# The session cookie: an opaque session secret, not the API token.
+COOKIE = "rota_session"
+# The cookie of rota before sessions: it carried the token itself. Never read any more;
+# deleted on sign-in and sign-out.
+OLD_COOKIE = "rota_token"
+__all__ = ["COOKIE", "CSRF_HEADER", "OLD_COOKIE", "Authenticator", "check_no_auth"]
 
 
 def is_loopback(host: str) -> bool:
@@ -46,30 +48,29 @@ class Authenticator:
         self.app = app
         self.no_auth = no_auth
 
-    def token_of(self, request: Request) -> tuple[str | None, bool]:
-        """The token a request carries, and whether it came from the session cookie."""
+    def bearer_of(self, request: Request) -> str | None:
         header = request.headers.get("authorization", "")
         scheme, _, value = header.partition(" ")
         if scheme.lower() == "bearer" and value.strip():
-            return value.strip(), False
-        cookie = request.cookies.get(COOKIE)
-        return (cookie, True) if cookie else (None, False)
+            return value.strip()
+        return None
 
     def __call__(self, request: Request) -> Principal:
         if self.no_auth:
             return Principal(name="local", role=Role.ADMIN, via="direct")
-        token, from_cookie = self.token_of(request)
-        if token is None:
+        token = self.bearer_of(request)
+        if token is not None:
+            return self.app.tokens.authenticate(token)
+        session = request.cookies.get(COOKIE)
+        if session is None:
             raise AuthenticationError(
                 "send `Authorization: Bearer <token>`; create one with "
                 "`rota tokens create NAME --role viewer`"
             )
-        principal = self.app.tokens.authenticate(token)
-        if (
-            from_cookie
-            and request.method not in SAFE_METHODS
-            and request.headers.get(CSRF_HEADER) != "1"
-        ):
+        principal = self.app.tokens.session(session)
+        # The door already refuses such writes; kept here so that the rule holds for
+        # this class on its own too.
+        if request.method not in SAFE_METHODS and request.headers.get(CSRF_HEADER) != "1":
             raise PermissionDeniedError(
                 f"a write with the session cookie needs the {CSRF_HEADER} header"
             )

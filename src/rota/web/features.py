@@ -8,27 +8,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rota.auth import Permission
+
 if TYPE_CHECKING:
     from rota.standard import App
 
 
 @dataclass(frozen=True)
 class Page:
-    """A dashboard page: its path, template, title in the navigation, and the app
-    namespace it needs (None: always shown)."""
+    """A dashboard page: its path, template, title in the navigation, the app namespace
+    it needs (None: always shown) and the permission it needs beyond `read` (a caller
+    without it sees neither the page nor its entry in the navigation)."""
 
     path: str
     template: str
     title: str
     nav: bool = True
     feature: str | None = None
+    permission: Permission | None = None
 
 
 PAGES: list[Page] = [
     Page("/", "overview.html", "Overview"),
     Page("/jobs", "jobs.html", "Jobs"),
     Page("/jobs/{job_id:int}", "job.html", "Job", nav=False),
-    Page("/dead-letters", "dead_letters.html", "Dead letters", feature="dlq"),
+    Page(
+        "/dead-letters",
+        "dead_letters.html",
+        "Dead letters",
+        feature="dlq",
+        permission=Permission.DLQ_READ,
+    ),
     Page("/schedules", "schedules.html", "Schedules"),
     Page("/schedules/{name}", "schedule.html", "Schedule", nav=False),
     Page("/batches", "batches.html", "Batches", feature="batches"),
@@ -38,7 +48,7 @@ PAGES: list[Page] = [
     Page("/sagas", "sagas.html", "Sagas", feature="sagas"),
     Page("/sagas/{key}", "saga.html", "Saga", nav=False, feature="sagas"),
     Page("/workers", "workers.html", "Workers"),
-    Page("/tokens", "tokens.html", "Tokens"),
+    Page("/tokens", "tokens.html", "Tokens", permission=Permission.ADMIN),
 ]
 
 # Dashboard section -> the feature that brings it.

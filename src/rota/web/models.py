@@ -84,10 +84,17 @@ class TokenBody(Strict):
         str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")
     ]
     role: Role
+    expires_in: int | None = Field(
+        None, ge=60, le=10 * 365 * 86400, description="Lifetime in seconds (none: until revoked)."
+    )
 
 
 class SessionBody(Strict):
     token: Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_nul)]
+
+
+class LinkBody(Strict):
+    code: Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_nul)]
 
 
 # --- outputs ---------------------------------------------------------------------------------
@@ -122,9 +129,15 @@ class JobOut(BaseModel):
     task: str
     queue: str
     args: dict[str, Any] | str = Field(
-        description='The arguments, or "<encrypted>" for a task declared encrypted=True.'
+        description='The arguments; "<encrypted>" for a task declared encrypted=True; '
+        '"<hidden>" for a caller without the dlq_read permission.'
     )
     args_encrypted: bool = False
+    payload_hidden: bool = Field(
+        False,
+        description="True when the caller lacks dlq_read: args, result, checkpoint, steps, "
+        "progress message and the attempts' messages and tracebacks are left out.",
+    )
     state: JobState
     priority: int
     attempt: int
@@ -208,7 +221,10 @@ class ScheduleOut(BaseModel):
     name: str
     task: str
     queue: str
-    args: dict[str, Any]
+    args: dict[str, Any] | str = Field(
+        description='The job template\'s arguments; "<encrypted>" for an encrypted task; '
+        '"<hidden>" without dlq_read.'
+    )
     schedule: str
     timezone: str
     concurrency: str
@@ -269,6 +285,9 @@ class TokenOut(BaseModel):
     role: str
     created_at: datetime
     revoked_at: datetime | None
+    expires_at: datetime | None = None
+    last_used_at: datetime | None = Field(None, description="Recorded at most once a minute.")
+    expired: bool = False
 
 
 class NewTokenOut(BaseModel):

@@ -65,6 +65,8 @@ _TITLES = {
     404: "Not found",
     405: "Method not allowed",
     409: "Conflict",
+    413: "Request body too large",
+    415: "Unsupported media type",
     422: "Invalid input",
     500: "Internal error",
     503: "Service unavailable",

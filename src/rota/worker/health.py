@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 import os
 import socket
@@ -24,6 +23,7 @@ from starlette.routing import Route
 from rota.drivers.base import BacklogReport
 from rota.errors import ConfigurationError, RotaError
 from rota.labels import check_queue_name
+from rota.telemetry.server import METRICS_TOKEN_ENV, token_ok, unauthorized
 
 if TYPE_CHECKING:
     from rota.worker.worker import Worker
@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("rota.health")
 
 # Set it to require `Authorization: Bearer <token>` (or `X-API-Key: <token>`) on
-# /metrics/keda, as KEDA's metrics-api scaler sends with authMode bearer (or apiKey).
-TOKEN_ENV = "ROTA_METRICS_TOKEN"
+# /metrics/keda, as KEDA's metrics-api scaler sends with authMode bearer (or apiKey); the
+# same token guards every /metrics (rota.observe.server).
+TOKEN_ENV = METRICS_TOKEN_ENV
 # A loop that wakes a sleeper this late is stuck on blocking work: report it dead.
 MAX_LOOP_LAG = 10.0
 
@@ -87,12 +88,8 @@ def build_app(
         return answer(ready())
 
     async def keda(request: Request) -> JSONResponse:
-        if token and not _authorized(request, token):
-            return JSONResponse(
-                {"error": "unauthorized: send Authorization: Bearer <token>"},
-                status_code=401,
-                headers={"WWW-Authenticate": "Bearer"},
-            )
+        if token and not token_ok(request, token):
+            return unauthorized()
         queue = request.query_params.get("queue", "")
         try:
             check_queue_name(queue, ConfigurationError)
@@ -119,14 +116,6 @@ def build_app(
     if backlog is not None:
         routes.append(Route("/metrics/keda", keda))
     return Starlette(routes=routes)
-
-
-def _authorized(request: Request, token: str) -> bool:
-    offered = request.headers.get("x-api-key", "")
-    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer":
-        offered = credentials.strip()
-    return hmac.compare_digest(offered.encode(), token.encode())
 
 
 class _Server(uvicorn.Server):

@@ -10,7 +10,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from rota.telemetry.prometheus import ProcessCollector, registry_of
-from rota.telemetry.server import MetricsServer, metrics_app
+from rota.telemetry.server import MetricsServer, metrics_app, metrics_token
 
 if TYPE_CHECKING:
     from rota.worker.worker import Worker
@@ -69,5 +69,5 @@ def worker_metrics_server(worker: Worker) -> MetricsServer:
     """The /metrics server of `worker` on its settings' metrics host and port."""
     port = worker.settings.metrics_port
     assert port is not None
-    app = metrics_app(worker_registry(worker), in_thread=False)
+    app = metrics_app(worker_registry(worker), in_thread=False, token=metrics_token())
     return MetricsServer(app, worker.settings.metrics_host, port)

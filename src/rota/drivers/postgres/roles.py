@@ -1,5 +1,8 @@
 """Render least-privilege role plans (rota.security.roles) as PostgreSQL statements,
-and apply them. Every statement is idempotent: rerun after each `rota migrate`."""
+and apply them. Every statement is idempotent: rerun after each `rota migrate`. Roles
+rota creates carry a comment that marks them; a role of the same name that rota did not
+create is refused unless adopted, and no statement ever touches a table, sequence or
+function that is not rota's."""
 
 from __future__ import annotations
 
@@ -8,16 +11,35 @@ from collections.abc import Sequence
 from psycopg import sql
 
 from rota.drivers.catalog import CatalogStore
-from rota.security.roles import RolePlan
+from rota.errors import ConfigurationError
+from rota.security.roles import ROLE_MARKER, RolePlan
 
 
 def _ident(*names: str) -> sql.Identifier:
     return sql.Identifier(*names)
 
 
-def render(plans: Sequence[RolePlan], schema: str, catalog: CatalogStore) -> list[str]:
+def foreign_roles(plans: Sequence[RolePlan], catalog: CatalogStore) -> list[str]:
+    """The planned role names that exist already without rota's mark."""
+    existing = catalog.roles([p.role for p in plans])
+    return sorted(name for name, comment in existing.items() if comment != ROLE_MARKER)
+
+
+def render(
+    plans: Sequence[RolePlan], schema: str, catalog: CatalogStore, *, adopt: bool = False
+) -> list[str]:
     """The statements that create the roles (NOLOGIN: grant them to login roles) and
-    set their privileges to exactly the plan's, for the objects that exist now."""
+    set their privileges on rota's objects to exactly the plan's, for the objects that
+    exist now. A role of a planned name that rota did not create is refused
+    (ConfigurationError) unless `adopt`: it may hold grants an application relies on."""
+    foreign = foreign_roles(plans, catalog)
+    if foreign and not adopt:
+        raise ConfigurationError(
+            f"role(s) {', '.join(foreign)} exist already and were not created by "
+            "`rota db roles`: choose another --prefix, or pass --adopt to let rota manage "
+            "them (their grants on tables that are not rota's are kept)"
+        )
+    tables = [t.name for t in catalog.tables()]
     sequences = catalog.sequences()
     functions = catalog.functions()
     out: list[sql.Composable] = []
@@ -30,14 +52,16 @@ def render(plans: Sequence[RolePlan], schema: str, catalog: CatalogStore) -> lis
                 "EXCEPTION WHEN duplicate_object THEN NULL; END $rota$"
             ).format(role)
         )
-        # Start from nothing in this schema, so a rerun also takes back what a
-        # capability no longer has.
-        out.append(
-            sql.SQL("REVOKE ALL ON ALL TABLES IN SCHEMA {} FROM {}").format(_ident(schema), role)
-        )
-        out.append(
-            sql.SQL("REVOKE ALL ON ALL SEQUENCES IN SCHEMA {} FROM {}").format(_ident(schema), role)
-        )
+        out.append(sql.SQL("COMMENT ON ROLE {} IS {}").format(role, sql.Literal(ROLE_MARKER)))
+        # Start from nothing on rota's own tables and sequences, so a rerun also takes
+        # back what a capability no longer has. Never `ALL TABLES IN SCHEMA`: the schema
+        # may hold the application's tables, and the role grants on them.
+        for name in tables:
+            out.append(sql.SQL("REVOKE ALL ON TABLE {} FROM {}").format(_ident(schema, name), role))
+        for name in sequences:
+            out.append(
+                sql.SQL("REVOKE ALL ON SEQUENCE {} FROM {}").format(_ident(schema, name), role)
+            )
         out.append(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(_ident(schema), role))
         for grant in p.grants:
             columns = (

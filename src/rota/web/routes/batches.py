@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from rota.auth import Permission
+from rota.web import visibility
 from rota.web.api import Api, Call
-from rota.web.models import BatchDetailOut, BatchOut, FeatureQuery, JobOut, RefPath
+from rota.web.models import BatchDetailOut, BatchOut, FeatureQuery, RefPath
 
 
 def register(api: Api) -> None:
@@ -25,7 +26,7 @@ def register(api: Api) -> None:
         q: FeatureQuery = call.query
         found = call.app.batches.list(open_only=q.state == "running", limit=q.limit)
         return [
-            BatchOut.model_validate(b.to_json())
+            BatchOut.model_validate(visibility.batch(b.to_json(), call.principal))
             for b in found
             if q.state in (None, "running") or b.state == q.state
         ]
@@ -44,8 +45,9 @@ def register(api: Api) -> None:
         """One batch by id or name, with its completed and failed indexes and its jobs."""
         ref = call.path.value
         status = call.app.batches.get(ref)
-        jobs = [JobOut.of(j) for j in call.app.batches.jobs(status.id)]
-        return BatchDetailOut.model_validate({**status.to_json(), "jobs": jobs})
+        jobs = [visibility.job_out(j, call.principal) for j in call.app.batches.jobs(status.id)]
+        shown = visibility.batch(status.to_json(), call.principal)
+        return BatchDetailOut.model_validate({**shown, "jobs": jobs})
 
     for action, doc in (
         ("suspend", "Stop starting jobs and cancel running ones; progress is kept."),
@@ -58,7 +60,7 @@ def register(api: Api) -> None:
 def _action(api: Api, action: str, doc: str) -> None:
     def handler(call: Call) -> BatchOut:
         status = getattr(call.app.batches, action)(call.path.value)
-        return BatchOut.model_validate(status.to_json())
+        return BatchOut.model_validate(visibility.batch(status.to_json(), call.principal))
 
     handler.__name__ = f"{action}_batch"
     handler.__doc__ = doc

@@ -8,6 +8,7 @@ from typing import Any
 
 from rota.auth import Permission
 from rota.job import JobState
+from rota.web import visibility
 from rota.web.api import Api, Call
 from rota.web.models import (
     DeadLetterQuery,
@@ -48,7 +49,7 @@ def register(api: Api) -> None:
         jobs = call.app.dlq.list(
             selection, limit=q.limit, before_id=q.before_id, principal=call.principal
         )
-        return [JobOut.of(j) for j in jobs]
+        return [visibility.job_out(j, call.principal) for j in jobs]
 
     @api.route(
         "POST",
@@ -66,7 +67,7 @@ def register(api: Api) -> None:
         job = call.app.get_job(call.path.job_id)
         if job is None or job.state is not JobState.DISCARDED:
             raise Problem(404, f"job {call.path.job_id} is not a dead letter", kind="not-found")
-        return JobOut.of(call.app.retry_job(job.id))
+        return visibility.job_out(call.app.retry_job(job.id), call.principal)
 
     @api.route(
         "POST",

@@ -2,12 +2,40 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rota.auth import Permission
 from rota.errors import JobNotFoundError
+from rota.job import Job
+from rota.web import visibility
 from rota.web.api import Api, Call
 from rota.web.models import EnqueueBody, JobOut, JobPath, JobQuery
+from rota.web.problems import Problem
 from rota.web.records import JobSearch
 from rota.web.store import WebStore
+
+
+def _search(call: Call, where: JobSearch) -> list[Job]:
+    store = WebStore(call.app.driver)
+    if where.q is None or visibility.sees_payload(call.principal):
+        found: list[Job] = store.job_search(where)
+        return found
+    # Without dlq_read, `q` must not match text in the arguments: the result would tell
+    # a viewer what a job's arguments contain, one guess at a time. It still finds a job
+    # by its id, its idempotency key or its task.
+    q = where.q
+    tries = []
+    if where.key in (None, q):
+        tries.append(replace(where, q=None, key=q))
+    if where.task in (None, q):
+        tries.append(replace(where, q=None, task=q))
+    if where.q_id is not None and where.id in (None, where.q_id):
+        tries.append(replace(where, q=None, id=where.q_id))
+    by_id: dict[int, Job] = {}
+    for narrowed in tries:
+        for job in store.job_search(narrowed):
+            by_id[job.id] = job
+    return [by_id[i] for i in sorted(by_id, reverse=True)][: where.limit]
 
 
 def register(api: Api) -> None:
@@ -27,6 +55,13 @@ def register(api: Api) -> None:
         """Jobs newest first. `q` matches an id, an idempotency key, a task name or text
         in the arguments; the other parameters narrow the result."""
         q: JobQuery = call.query
+        if q.text is not None and not visibility.sees_payload(call.principal):
+            raise Problem(
+                403,
+                f"{call.principal.name} (role {call.principal.role}) lacks the 'dlq_read' "
+                "permission: searching the arguments needs it",
+                kind="forbidden",
+            )
         where = JobSearch(
             q=q.q,
             id=q.id,
@@ -38,7 +73,7 @@ def register(api: Api) -> None:
             before_id=q.before_id,
             limit=q.limit,
         )
-        return [JobOut.of(j) for j in WebStore(call.app.driver).job_search(where)]
+        return [visibility.job_out(j, call.principal) for j in _search(call, where)]
 
     @api.route(
         "GET",
@@ -52,11 +87,12 @@ def register(api: Api) -> None:
     )
     def get_job(call: Call) -> JobOut:
         """One job with its attempt history (errors and tracebacks), its checkpoint and
-        the results of its durable steps."""
+        the results of its durable steps (those need dlq_read)."""
         job = call.app.get_job(call.path.job_id)
         if job is None:
             raise JobNotFoundError(f"no job with id {call.path.job_id}")
-        return JobOut.of(job, steps=call.app.driver.step_list(job.id))
+        steps = call.app.driver.step_list(job.id)
+        return visibility.job_out(job, call.principal, steps=steps)
 
     @api.route(
         "POST",
@@ -84,7 +120,7 @@ def register(api: Api) -> None:
             }.items()
             if v is not None
         }
-        return JobOut.of(call.app.enqueue(b.task, b.args, **options))
+        return visibility.job_out(call.app.enqueue(b.task, b.args, **options), call.principal)
 
     @api.route(
         "POST",
@@ -98,7 +134,7 @@ def register(api: Api) -> None:
     )
     def retry_job(call: Call) -> JobOut:
         """Run a finished, discarded or waiting job again now."""
-        return JobOut.of(call.app.retry_job(call.path.job_id))
+        return visibility.job_out(call.app.retry_job(call.path.job_id), call.principal)
 
     @api.route(
         "POST",
@@ -112,4 +148,4 @@ def register(api: Api) -> None:
     )
     def cancel_job(call: Call) -> JobOut:
         """Cancel a waiting job, or ask a running one to stop."""
-        return JobOut.of(call.app.cancel_job(call.path.job_id))
+        return visibility.job_out(call.app.cancel_job(call.path.job_id), call.principal)

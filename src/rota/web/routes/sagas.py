@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from rota.auth import Permission
+from rota.auth import Permission, Principal
 from rota.sagas.store import SagaRecord
 from rota.sagas.view import saga_json
+from rota.web import visibility
 from rota.web.api import Api, Call
 from rota.web.models import AbortBody, FeatureQuery, KeyPath, SagaOut
 
 
-def _json(saga: SagaRecord) -> SagaOut:
-    return SagaOut.model_validate(saga_json(saga))
+def _json(saga: SagaRecord, principal: Principal) -> SagaOut:
+    return SagaOut.model_validate(visibility.saga(saga_json(saga), principal))
 
 
 def register(api: Api) -> None:
@@ -29,7 +30,8 @@ def register(api: Api) -> None:
     def list_sagas(call: Call) -> list[SagaOut]:
         """Sagas, newest first, optionally by status."""
         q: FeatureQuery = call.query
-        return [_json(s) for s in call.app.sagas.list(status=q.state, limit=q.limit)]
+        found = call.app.sagas.list(status=q.state, limit=q.limit)
+        return [_json(s, call.principal) for s in found]
 
     @api.route(
         "GET",
@@ -43,7 +45,7 @@ def register(api: Api) -> None:
     )
     def get_saga(call: Call) -> SagaOut:
         """One saga by its business key: status, current step, data and history."""
-        return _json(call.app.sagas.get(call.path.key))
+        return _json(call.app.sagas.get(call.path.key), call.principal)
 
     @api.route(
         "POST",
@@ -57,7 +59,7 @@ def register(api: Api) -> None:
     )
     def retry_saga(call: Call) -> SagaOut:
         """Run the current step (or compensation) again now."""
-        return _json(call.app.sagas.retry(call.path.key))
+        return _json(call.app.sagas.retry(call.path.key), call.principal)
 
     @api.route(
         "POST",
@@ -72,4 +74,5 @@ def register(api: Api) -> None:
     )
     def abort_saga(call: Call) -> SagaOut:
         """Stop a running saga and compensate its completed steps, newest first."""
-        return _json(call.app.sagas.abort(call.path.key, reason=call.body.reason))
+        saga = call.app.sagas.abort(call.path.key, reason=call.body.reason)
+        return _json(saga, call.principal)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rota.auth import Permission
 from rota.schedules.view import run_json, schedule_json
+from rota.web import visibility
 from rota.web.api import Api, Call
 from rota.web.models import (
     HistoryQuery,
@@ -32,7 +33,8 @@ def register(api: Api) -> None:
         """Every stored schedule with its next run (in its own zone and UTC) and last runs."""
         now = call.app.driver.db_now()
         return [
-            ScheduleOut.model_validate(schedule_json(r, now)) for r in call.app.list_schedules()
+            ScheduleOut.model_validate(visibility.schedule(schedule_json(r, now), call.principal))
+            for r in call.app.list_schedules()
         ]
 
     @api.route(
@@ -51,11 +53,9 @@ def register(api: Api) -> None:
         record = call.app.get_schedule(call.path.name)
         now = call.app.driver.db_now()
         runs = call.app.schedule_history(record.name, limit=call.query.limit)
+        shown = visibility.schedule(schedule_json(record, now, 5), call.principal)
         return ScheduleDetailOut.model_validate(
-            {
-                **schedule_json(record, now, 5),
-                "history": [run_json(r) for r in runs],
-            }
+            {**shown, "history": [run_json(r) for r in runs]}
         )
 
     @api.route(
@@ -88,7 +88,8 @@ def register(api: Api) -> None:
     def suspend_schedule(call: Call) -> ScheduleOut:
         """No new runs; running ones continue."""
         record = call.app.suspend_schedule(call.path.name)
-        return ScheduleOut.model_validate(schedule_json(record, call.app.driver.db_now()))
+        shown = schedule_json(record, call.app.driver.db_now())
+        return ScheduleOut.model_validate(visibility.schedule(shown, call.principal))
 
     @api.route(
         "POST",
@@ -103,4 +104,5 @@ def register(api: Api) -> None:
     def resume_schedule(call: Call) -> ScheduleOut:
         """Runs again; the latest tick missed meanwhile starts if inside its deadline."""
         record = call.app.resume_schedule(call.path.name)
-        return ScheduleOut.model_validate(schedule_json(record, call.app.driver.db_now()))
+        shown = schedule_json(record, call.app.driver.db_now())
+        return ScheduleOut.model_validate(visibility.schedule(shown, call.principal))

@@ -21,7 +21,7 @@ def register(api: Api) -> None:
         many=True,
     )
     def list_tokens(call: Call) -> list[TokenOut]:
-        """Every token with its role and lifetime (never the secret)."""
+        """Every token with its role, lifetime and last use (never the secret)."""
         return [TokenOut.model_validate(t.to_json()) for t in call.app.tokens.list()]
 
     @api.route(
@@ -35,9 +35,10 @@ def register(api: Api) -> None:
         status=201,
     )
     def create_token(call: Call) -> NewTokenOut:
-        """A new token for a name and role; the secret is in this answer only."""
+        """A new token for a name and role, optionally with a lifetime (`expires_in`
+        seconds); the secret is in this answer only."""
         b: TokenBody = call.body
-        secret = call.app.tokens.create(b.name, b.role)
+        secret = call.app.tokens.create(b.name, b.role, expires=b.expires_in)
         return NewTokenOut(name=b.name, role=str(b.role), token=secret)
 
     @api.route(

@@ -4,6 +4,7 @@ a run and retry a failed step."""
 from __future__ import annotations
 
 from rota.auth import Permission
+from rota.web import visibility
 from rota.web.api import Api, Call
 from rota.web.models import FeatureQuery, RefPath, StepPath, WorkflowOut
 
@@ -25,7 +26,10 @@ def register(api: Api) -> None:
         """Runs, newest first, with each step's state (not its jobs)."""
         q: FeatureQuery = call.query
         runs = call.app.workflows.all(state=q.state, limit=q.limit)
-        return [WorkflowOut.model_validate(r.to_json(jobs=False)) for r in runs]
+        return [
+            WorkflowOut.model_validate(visibility.workflow(r.to_json(jobs=False), call.principal))
+            for r in runs
+        ]
 
     @api.route(
         "GET",
@@ -39,7 +43,8 @@ def register(api: Api) -> None:
     )
     def get_workflow(call: Call) -> WorkflowOut:
         """One run by id or key: every step with its dependencies, jobs, results and errors."""
-        return WorkflowOut.model_validate(call.app.workflows.get(call.path.value).to_json())
+        run = call.app.workflows.get(call.path.value)
+        return WorkflowOut.model_validate(visibility.workflow(run.to_json(), call.principal))
 
     @api.route(
         "POST",
@@ -54,7 +59,8 @@ def register(api: Api) -> None:
     def cancel_workflow(call: Call) -> WorkflowOut:
         """Cancel a running workflow: waiting step jobs are cancelled, running ones asked
         to stop."""
-        return WorkflowOut.model_validate(call.app.workflows.cancel(call.path.value).to_json())
+        run = call.app.workflows.cancel(call.path.value)
+        return WorkflowOut.model_validate(visibility.workflow(run.to_json(), call.principal))
 
     @api.route(
         "POST",
@@ -70,4 +76,5 @@ def register(api: Api) -> None:
         """Run a failed step again (and what depends on it)."""
         p: StepPath = call.path
         ref: int | str = int(p.ref) if p.ref.isdigit() and len(p.ref) < 19 else p.ref
-        return WorkflowOut.model_validate(call.app.workflows.retry_step(ref, p.step).to_json())
+        run = call.app.workflows.retry_step(ref, p.step)
+        return WorkflowOut.model_validate(visibility.workflow(run.to_json(), call.principal))

@@ -8,6 +8,10 @@ const PAGE = body.dataset.page;
 const POLL = Number(body.dataset.poll || 3000);
 const PARAMS = JSON.parse(body.dataset.params || "{}");
 const PERMS = new Set(JSON.parse(body.dataset.perms || "[]"));
+// The path prefix the dashboard is served under ("" or e.g. "/rota"): every link and API
+// call starts with it.
+const ROOT = body.dataset.root || "";
+const HIDDEN = "<hidden>";
 const can = (p) => PERMS.has(p);
 
 // --- helpers -------------------------------------------------------------------------------
@@ -41,8 +45,8 @@ async function api(path, options = {}) {
     init.body = JSON.stringify(options.json);
     init.headers["Content-Type"] = "application/json";
   }
-  const res = await fetch(path, init);
-  if (res.status === 401 && PAGE !== "login") { location.href = "/login"; throw new Error("signed out"); }
+  const res = await fetch(ROOT + path, init);
+  if (res.status === 401 && PAGE !== "login" && PAGE !== "link") { location.href = ROOT + "/login"; throw new Error("signed out"); }
   if (res.status === 204) return null;
   const data = await res.json().catch(() => ({}));
   if (!res.ok) throw new Error(data.detail || data.title || res.statusText);
@@ -99,15 +103,18 @@ function span(a, b) {
   if (!a || !b) return "";
   return " (" + dur((new Date(b) - new Date(a)) / 1000) + ")";
 }
-const jobLink = (id) => el("a", { href: "/jobs/" + id }, "#" + id);
+const jobLink = (id) => el("a", { href: ROOT + "/jobs/" + id }, "#" + id);
 function lastError(job) {
   const h = job.history || [];
   for (let i = h.length - 1; i >= 0; i--) {
-    if (h[i].error_type) return h[i].error_type + ": " + (h[i].message || "");
+    if (h[i].error_type) return h[i].error_type + (h[i].message ? ": " + h[i].message : "");
   }
   return "";
 }
 const pretty = (v) => (v === null || v === undefined ? "—" : JSON.stringify(v, null, 2));
+// A job's payload (arguments, results, errors) is sent only to roles with dlq_read.
+const NOT_SHOWN = "hidden: your role may not read job payloads (dlq_read)";
+const argsText = (args) => (args === HIDDEN ? "hidden" : JSON.stringify(args));
 // Redraw only what changed: a redraw would close an open traceback or drop a click.
 const drawn = new Map();
 // Lists still redraw every 30 s so that "5 s ago" ages; detail pages only on a change.
@@ -222,7 +229,7 @@ pages.overview = async () => {
             `queue ${q.name} ${q.paused ? "resumed" : "paused"}`) }, q.paused ? "Resume" : "Pause")
       : "";
     return el("tr", { "data-queue": q.name },
-      el("td", {}, el("a", { href: "/jobs?queue=" + encodeURIComponent(q.name) }, el("b", {}, q.name))),
+      el("td", {}, el("a", { href: ROOT + "/jobs?queue=" + encodeURIComponent(q.name) }, el("b", {}, q.name))),
       el("td", {}, q.paused ? badge("paused") : badge("ok")),
       el("td", { class: "num depth" }, num(q.depth)),
       el("td", { class: "num" }, num(q.running)),
@@ -285,7 +292,7 @@ pages.jobs = async () => {
     el("td", {}, badge(j.state)),
     el("td", { class: "trunc mono" }, j.key || ""),
     el("td", { class: "num" }, `${j.attempt}/${j.max_attempts}`),
-    el("td", { class: "trunc mono" }, JSON.stringify(j.args)),
+    el("td", { class: "trunc mono" }, argsText(j.args)),
     el("td", { class: "nowrap" }, when(j.created_at)),
     el("td", { class: "trunc", style: "color:var(--bad)" }, lastError(j)))));
 };
@@ -296,7 +303,7 @@ pages.job = async () => {
   $("title").replaceChildren(`Job ${j.id} `, badge(j.state));
   $("subtitle").textContent = j.task;
   const facts = [
-    ["Task", j.task], ["Queue", el("a", { href: "/jobs?queue=" + encodeURIComponent(j.queue) }, j.queue)],
+    ["Task", j.task], ["Queue", el("a", { href: ROOT + "/jobs?queue=" + encodeURIComponent(j.queue) }, j.queue)],
     ["Key", j.key ? el("span", { class: "mono" }, j.key) : "—"], ["Attempt", `${j.attempt} of ${j.max_attempts}`],
     ["Priority", j.priority], ["Created", el("span", {}, fmt(j.created_at), el("span", { class: "muted" }, " · " + ago(j.created_at)))],
     ["Runs at", fmt(j.run_at)], ["Finished", j.finished_at ? el("span", {}, fmt(j.finished_at), el("span", { class: "muted" }, " · " + ago(j.finished_at))) : "—"],
@@ -305,20 +312,20 @@ pages.job = async () => {
   if (j.progress != null) facts.push(["Progress", `${Math.round(j.progress * 100)}% ${j.progress_message || ""}`]);
   if (Object.keys(j.meta || {}).length) facts.push(["Meta", el("span", { class: "mono" }, JSON.stringify(j.meta))]);
   fill($("facts"), facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
-  $("args").textContent = pretty(j.args);
-  $("checkpoint").textContent = j.checkpoint === null ? "No checkpoint stored." : pretty(j.checkpoint);
+  $("args").textContent = j.payload_hidden ? NOT_SHOWN : pretty(j.args);
+  $("checkpoint").textContent = j.payload_hidden ? NOT_SHOWN : j.checkpoint === null ? "No checkpoint stored." : pretty(j.checkpoint);
   const steps = Object.entries(j.steps || {});
   fill($("steps"),
-    steps.length ? el("dl", { class: "kv" }, steps.flatMap(([k, v]) => [el("dt", { class: "mono" }, k), el("dd", {}, el("pre", { class: "json" }, pretty(v)))]))
+    j.payload_hidden ? el("p", { class: "muted" }, NOT_SHOWN) : steps.length ? el("dl", { class: "kv" }, steps.flatMap(([k, v]) => [el("dt", { class: "mono" }, k), el("dd", {}, el("pre", { class: "json" }, pretty(v)))]))
       : el("p", { class: "muted" }, "No durable steps recorded."),
     el("h3", { style: "font-size:13px;margin:14px 0 6px" }, "Result"),
-    el("pre", { class: "json" }, pretty(j.result)));
+    el("pre", { class: "json" }, j.payload_hidden ? NOT_SHOWN : pretty(j.result)));
   $("attempts-count").textContent = j.history.length + (j.history.length === 1 ? " attempt" : " attempts");
   const items = j.history.map((a) => el("li", { class: a.outcome, "data-attempt": a.attempt },
     el("div", { class: "head" }, el("b", {}, "Attempt " + a.attempt), badge(a.outcome),
       el("span", { class: "when" }, fmt(a.started_at) + " → " + (a.finished_at ? fmt(a.finished_at).slice(11) : "…") + span(a.started_at, a.finished_at)),
       el("span", { class: "when" }, a.worker || "")),
-    a.error_type ? el("div", { class: "err" }, `${a.error_type}: ${a.message || ""}`) : null,
+    a.error_type ? el("div", { class: "err" }, a.error_type + (a.message ? ": " + a.message : "")) : null,
     a.traceback ? el("details", { class: "tb" }, el("summary", {}, "Traceback"), el("pre", {}, a.traceback)) : null));
   if (j.state === "running") {
     items.push(el("li", { class: "running" }, el("div", { class: "head" }, el("b", {}, "Attempt " + j.attempt),
@@ -337,7 +344,7 @@ pages.schedules = async () => {
   if (unchanged("schedules", list)) return;
   if (!list.length) { fill($("schedules"), emptyRow(10, "No schedules stored. Declare one with @app.cron and start a worker.")); return; }
   fill($("schedules"), list.map((s) => el("tr", {},
-    el("td", {}, el("a", { href: "/schedules/" + encodeURIComponent(s.name) }, el("b", {}, s.name))),
+    el("td", {}, el("a", { href: ROOT + "/schedules/" + encodeURIComponent(s.name) }, el("b", {}, s.name))),
     el("td", { class: "mono" }, s.schedule), el("td", {}, s.timezone), el("td", { class: "trunc" }, s.task),
     el("td", {}, s.invalid ? badge("discarded") : s.suspended ? badge("suspended") : badge("ok")),
     el("td", {}, s.next_runs_utc[0] ? el("span", { title: s.next_runs[0] }, ago(s.next_runs_utc[0])) : "—"),
@@ -353,7 +360,7 @@ pages.schedule = async () => {
   if (unchanged("schedule", s, 0)) return;
   $("subtitle").textContent = s.task;
   fill($("facts"), [["Cron", el("span", { class: "mono" }, s.schedule)], ["Zone", s.timezone], ["Task", s.task],
-    ["Queue", s.queue], ["Arguments", el("span", { class: "mono" }, JSON.stringify(s.args))],
+    ["Queue", s.queue], ["Arguments", el("span", { class: "mono" }, s.args === HIDDEN ? NOT_SHOWN : JSON.stringify(s.args))],
     ["Concurrency", s.concurrency], ["State", s.suspended ? badge("suspended") : badge("ok")],
     ["Last run", s.last_schedule_time || "—"], ["Last success", s.last_successful_time || "—"],
     ["Last missed", s.last_missed_time || "—"], ["Last event", s.last_event ? `${s.last_event} · ${ago(s.last_event_at)}` : "—"],
@@ -476,19 +483,22 @@ pages.tokens = async () => {
     form.dataset.bound = "1";
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
-      const out = await act(form.querySelector("button"), "/api/tokens", "token created",
-        { method: "POST", json: { name: form.elements.name.value, role: form.elements.role.value } });
+      const body = { name: form.elements.name.value, role: form.elements.role.value };
+      if (form.elements.expires_in.value) body.expires_in = Number(form.elements.expires_in.value);
+      const out = await act(form.querySelector("button"), "/api/tokens", "token created", { method: "POST", json: body });
       if (out) { const s = $("secret"); s.hidden = false; s.textContent = `${out.name} (${out.role}): ${out.token} — copy it now, it is not shown again.`; form.reset(); }
     });
   }
-  if (!can("admin")) { fill($("tokens"), emptyRow(5, "Only admins see tokens.")); return; }
   const list = await api("/api/tokens");
   if (unchanged("tokens", list)) return;
-  fill($("tokens"), list.length ? list.map((t) => el("tr", {}, el("td", { class: "mono" }, t.name), el("td", {}, t.role),
-    el("td", {}, when(t.created_at)), el("td", {}, t.revoked_at ? when(t.revoked_at) : "—"),
+  fill($("tokens"), list.length ? list.map((t) => el("tr", { "data-token": t.name }, el("td", { class: "mono" }, t.name), el("td", {}, t.role),
+    el("td", {}, when(t.created_at)),
+    el("td", { class: t.expired ? "expired" : "" }, t.expires_at ? (t.expired ? el("span", { title: fmt(t.expires_at) }, "expired") : when(t.expires_at)) : "never"),
+    el("td", {}, t.last_used_at ? when(t.last_used_at) : "never"),
+    el("td", {}, t.revoked_at ? when(t.revoked_at) : "—"),
     el("td", { class: "num" }, t.revoked_at ? "" : el("button", { type: "button", class: "danger",
       onclick: (e) => act(e.target, "/api/tokens/" + encodeURIComponent(t.name), `${t.name} revoked`, { method: "DELETE" }) }, "Revoke"))))
-    : [emptyRow(5, "No tokens.")]);
+    : [emptyRow(7, "No tokens.")]);
 };
 
 // --- batches, workflows, sagas -------------------------------------------------------------
@@ -500,7 +510,7 @@ function progress(parts, total) {
   }
   return bar;
 }
-const refLink = (base, ref, text) => el("a", { href: `${base}/${encodeURIComponent(ref)}` }, text);
+const refLink = (base, ref, text) => el("a", { href: `${ROOT}${base}/${encodeURIComponent(ref)}` }, text);
 
 pages.batches = async () => {
   const list = await api("/api/batches?limit=100");
@@ -531,7 +541,7 @@ pages.batch = async () => {
   const jobs = b.jobs.slice().reverse();
   fill($("jobs"), jobs.length ? jobs.map((j) => el("tr", {}, el("td", { class: "num" }, jobLink(j.id)),
     el("td", { class: "num" }, j.meta && j.meta.batch && j.meta.batch.index !== undefined ? j.meta.batch.index : "—"), el("td", {}, badge(j.state)),
-    el("td", { class: "num" }, `${j.attempt}/${j.max_attempts}`), el("td", { class: "trunc mono" }, JSON.stringify(j.args)),
+    el("td", { class: "num" }, `${j.attempt}/${j.max_attempts}`), el("td", { class: "trunc mono" }, argsText(j.args)),
     el("td", { class: "trunc", style: "color:var(--bad)" }, lastError(j)), el("td", { class: "nowrap" }, when(j.finished_at))))
     : [emptyRow(7, "No jobs started yet.")]);
   const op = can("operate") && !b.condition;
@@ -681,7 +691,7 @@ pages.saga = async () => {
   const st = sagaSteps(s);
   fill($("stepper"), s.steps.map((n, i) => el("li", { class: "s-" + st[n], "data-step": n },
     el("span", { class: "dot" }, String(i + 1)), el("div", {}, el("b", {}, n), el("div", { class: "muted" }, st[n])))));
-  $("data").textContent = pretty(s.data);
+  $("data").textContent = s.data === HIDDEN ? NOT_SHOWN : pretty(s.data);
   fill($("history"), s.history.length ? s.history.slice().reverse().map((h) => el("li", { class: /failed/.test(h.event || "") ? "failed" : /compensation_completed|aborted/.test(h.event || "") ? "compensated" : /completed/.test(h.event || "") ? "completed" : "" },
     el("div", { class: "head" }, el("b", {}, h.event || h.status || "started"), h.step ? el("span", { class: "mono" }, h.step) : null, el("span", { class: "when" }, h.at ? fmt(h.at) : "")),
     h.error ? el("div", { class: "err" }, h.error) : null))
@@ -695,15 +705,35 @@ pages.saga = async () => {
 
 // --- login, navigation counters and the refresh loop --------------------------------------
 
+// Where to go after signing in: a path of this dashboard only (never another site).
+function safeNext(next) {
+  const home = ROOT + "/";
+  if (!next || !next.startsWith(ROOT + "/") || next.startsWith("//") || next.includes("\\")) return home;
+  const path = next.split("?")[0];
+  return path === ROOT + "/login" || path.startsWith(ROOT + "/login/") ? home : next;
+}
+
 if (PAGE === "login") {
   $("login").addEventListener("submit", async (e) => {
     e.preventDefault();
     try {
       await api("/api/session", { method: "POST", json: { token: e.target.elements.token.value } });
-      const next = body.dataset.next || "/";
-      location.href = next === "/login" ? "/" : next;
+      location.href = safeNext(body.dataset.next);
     } catch (err) {
       const box = $("login-error"); box.hidden = false; box.textContent = err.message;
+    }
+  });
+}
+
+if (PAGE === "link") {
+  const go = $("link-continue");
+  if (go) go.addEventListener("click", async () => {
+    go.disabled = true;
+    try {
+      await api("/api/session/link", { method: "POST", json: { code: go.dataset.code } });
+      location.href = ROOT + "/";
+    } catch (err) {
+      const box = $("link-error"); box.hidden = false; box.textContent = err.message; go.disabled = false;
     }
   });
 }
@@ -733,7 +763,7 @@ async function refresh() {
 
 if (pages[PAGE]) {
   const out = $("logout");
-  if (out) out.addEventListener("click", async () => { await api("/api/session", { method: "DELETE" }); location.href = "/login"; });
+  if (out) out.addEventListener("click", async () => { await api("/api/session", { method: "DELETE" }); location.href = ROOT + "/login"; });
   refresh();
   setInterval(() => { if (!document.hidden) refresh(); }, POLL);
 }

@@ -62,6 +62,12 @@ ORDER BY p.proname
 -- The schema rota's tables live in (the first of the search path).
 SELECT current_schema() AS name
 
+-- name: catalog_roles
+-- Which of the named roles exist, with their comments (`rota db roles` marks its own).
+SELECT r.rolname AS name, shobj_description(r.oid, 'pg_authid') AS comment
+FROM pg_roles r WHERE r.rolname = ANY(%(names)s)
+ORDER BY r.rolname
+
 -- name: copy_columns
 -- Every column of rota's tables in the current schema with its type name (for `rota db copy`).
 SELECT c.relname AS table_name, a.attname AS column_name, t.typname AS type_name

@@ -53,6 +53,10 @@ SELECT NULL AS name, NULL AS args WHERE 0
 -- SQLite has one schema.
 SELECT 'main' AS name
 
+-- name: catalog_roles
+-- SQLite has no roles: none.
+SELECT NULL AS name, NULL AS comment WHERE 0
+
 -- name: copy_columns
 -- Every column of rota's tables with its declared type (for `rota db copy`).
 SELECT m.name AS table_name, p.name AS column_name, lower(p.type) AS type_name
