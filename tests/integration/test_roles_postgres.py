@@ -21,8 +21,8 @@ import rota
 from rota.cli.main import cli
 from rota.web.records import JobSearch
 from rota.web.server import create_app
-from rota.web.store import WebStore
 from rota.web.settings import WebSettings
+from rota.web.store import WebStore
 from tests.conftest import PG_URL
 from tests.helpers import fast_settings, run_worker_until
 

@@ -146,4 +146,3 @@ def _bind(host: str, port: int) -> socket.socket:
             f"cannot serve metrics on {host}:{port} ({exc}): choose another --metrics-port"
         ) from None
     return sock
-

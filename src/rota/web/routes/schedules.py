@@ -54,9 +54,7 @@ def register(api: Api) -> None:
         now = call.app.driver.db_now()
         runs = call.app.schedule_history(record.name, limit=call.query.limit)
         shown = visibility.schedule(schedule_json(record, now, 5), call.principal)
-        return ScheduleDetailOut.model_validate(
-            {**shown, "history": [run_json(r) for r in runs]}
-        )
+        return ScheduleDetailOut.model_validate({**shown, "history": [run_json(r) for r in runs]})
 
     @api.route(
         "POST",
