@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, ParamSpec, TypeVar, overload
 
 from rota.drivers import Driver, open_driver
-from rota.drivers.base import JobFilter, JobInsert, QueueReport
+from rota.drivers.base import CLAIM_QUERIES, JobFilter, JobInsert, QueueReport
 from rota.drivers.url import DatabaseURL
 from rota.drivers.url import from_environment as url_from_environment
 from rota.drivers.url import parse as parse_url
@@ -48,7 +48,10 @@ class Feature:
     """Base class of a capability that plugs into an App. Subclasses set `name` and
     override the hooks they need; every hook has a harmless default.
 
-    `commands` and `routes` name, as "package.module:attribute", what the interfaces
+    `claims` maps a queue mode to the named claim statement for it ("fair" ->
+    "job_claim_fair"); the engine brings "plain", and a queue's stored configuration says
+    which mode it is in. `commands` and `routes` name, as "package.module:attribute", what
+    the interfaces
     mount for this feature: a click command for `rota` (or a function that adds commands
     to the root group), and a `register(api)` function of the HTTP API. They are names,
     not imports, so a feature never depends on the interfaces that show it."""
@@ -56,6 +59,9 @@ class Feature:
     name: ClassVar[str] = ""
     commands: ClassVar[tuple[str, ...]] = ()
     routes: ClassVar[tuple[str, ...]] = ()
+    # The queue modes this feature brings, each with its named claim statement: a queue
+    # whose stored configuration puts it in that mode is claimed with it.
+    claims: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self) -> None:
         self._app: App | None = None
@@ -155,6 +161,14 @@ class App:
             raise ConfigurationError(f"the {feature.name} feature is already plugged in")
         feature.attach(self)
         self._features[kind] = feature
+
+    def claim_queries(self) -> dict[str, str]:
+        """The named claim statement of each queue mode the engine and the plugged
+        features know (a mode no plugged feature brings cannot be claimed)."""
+        found = dict(CLAIM_QUERIES)
+        for feature in self._features.values():
+            found.update(feature.claims)
+        return found
 
     @property
     def features(self) -> Mapping[str, Feature]:

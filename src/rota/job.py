@@ -32,11 +32,17 @@ MASKED_ARGS = "<encrypted>"
 
 FINISHED_STATES = frozenset({JobState.COMPLETED, JobState.DISCARDED, JobState.CANCELLED})
 
-# Every legal move of a job. The drivers' SQL only ever performs these; the unit
-# tests walk this table so that a new query cannot invent a transition silently.
+# Every legal move of a job. The drivers' SQL only ever performs these: each statement that
+# moves jobs declares its moves (`-- moves: a, b -> c`), and tests/unit/test_transitions.py
+# checks every declaration against this table and every state a statement sets against its
+# declaration, so a new query cannot invent a transition silently.
 TRANSITIONS: dict[JobState, frozenset[JobState]] = {
-    JobState.SCHEDULED: frozenset({JobState.AVAILABLE, JobState.CANCELLED}),
-    JobState.AVAILABLE: frozenset({JobState.RUNNING, JobState.CANCELLED}),
+    # A waiting job past its start deadline is dead-lettered (`expires_at`, rota.ops); a
+    # due one may be claimed by id at once (`rota run`, rota.testing.inline).
+    JobState.SCHEDULED: frozenset(
+        {JobState.AVAILABLE, JobState.RUNNING, JobState.CANCELLED, JobState.DISCARDED}
+    ),
+    JobState.AVAILABLE: frozenset({JobState.RUNNING, JobState.CANCELLED, JobState.DISCARDED}),
     JobState.RUNNING: frozenset(
         {
             JobState.COMPLETED,
@@ -47,7 +53,9 @@ TRANSITIONS: dict[JobState, frozenset[JobState]] = {
             JobState.CANCELLED,
         }
     ),
-    JobState.RETRYABLE: frozenset({JobState.AVAILABLE, JobState.CANCELLED}),
+    JobState.RETRYABLE: frozenset(
+        {JobState.AVAILABLE, JobState.RUNNING, JobState.CANCELLED, JobState.DISCARDED}
+    ),
     # Finished jobs may be retried by an operator (`rota jobs retry`).
     JobState.COMPLETED: frozenset({JobState.AVAILABLE}),
     # A dead letter is retried or replayed (paced replays wait as scheduled), or

@@ -17,6 +17,7 @@ from rota.errors import RotaError
 from rota.job import Job, JobState
 from rota.task import Task
 from rota.worker.executor import Executor
+from rota.worker.fetcher import claim_now
 
 _WAITING = (JobState.AVAILABLE, JobState.SCHEDULED, JobState.RETRYABLE)
 
@@ -57,9 +58,7 @@ def drain(
                 app.driver.job_stage_due(max_jobs, horizon=1e9)
             batch: list[Job] = []
             for queue in names:
-                batch += app.driver.job_fetch_available(
-                    queue, max_jobs - report.ran, worker_id, 600
-                )
+                batch += claim_now(app, queue, max_jobs - report.ran, worker_id, 600)
             if not batch:
                 break
             for job in batch:

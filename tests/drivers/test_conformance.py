@@ -12,6 +12,7 @@ import pytest
 import rota
 from rota.drivers.base import Completion, JobInsert
 from rota.job import JobState
+from rota.worker.fetcher import claim_now
 
 
 def row(task: str = "t", queue: str = "q", priority: int = 0, **kw: object) -> JobInsert:
@@ -70,7 +71,7 @@ def test_fetch_order_is_priority_then_time_then_id(app: rota.App) -> None:
     d = app.driver
     low, high, high2 = d.job_insert_many([row(priority=5), row(priority=-1), row(priority=-1)])
     other_queue = d.job_insert_many([row(queue="other")])[0]
-    fetched = d.job_fetch_available("q", 10, "w1", 30)
+    fetched = claim_now(app, "q", 10, "w1", 30)
     assert [j.id for j in fetched] == [high.id, high2.id, low.id]
     assert all(j.state is JobState.RUNNING and j.attempt == 1 for j in fetched)
     assert len({j.lease_token for j in fetched}) == 3
@@ -85,7 +86,7 @@ def test_fetch_respects_limit_and_never_hands_out_a_job_twice(app: rota.App) -> 
 
     def grab() -> None:
         while True:
-            jobs = d.job_fetch_available("q", 7, threading.current_thread().name, 30)
+            jobs = claim_now(app, "q", 7, threading.current_thread().name, 30)
             if not jobs:
                 return
             assert len(jobs) <= 7
@@ -103,10 +104,10 @@ def test_fetch_respects_limit_and_never_hands_out_a_job_twice(app: rota.App) -> 
 def test_completion_is_fenced_by_the_lease_token(app: rota.App) -> None:
     d = app.driver
     d.job_insert_many([row()])
-    (first,) = d.job_fetch_available("q", 1, "w1", 0.05)
+    (first,) = claim_now(app, "q", 1, "w1", 0.05)
     time.sleep(0.2)
     assert d.job_rescue_expired(100).rescued == 1
-    (second,) = d.job_fetch_available("q", 1, "w2", 30)
+    (second,) = claim_now(app, "q", 1, "w2", 30)
     assert second.id == first.id and second.attempt == 2
     assert second.lease_token != first.lease_token
     # The stale worker comes back: its completion and its renewal are both refused.
@@ -126,7 +127,7 @@ def test_completion_is_fenced_by_the_lease_token(app: rota.App) -> None:
 def test_lease_renewal_keeps_a_long_job_from_rescue(app: rota.App) -> None:
     d = app.driver
     d.job_insert_many([row()])
-    (job,) = d.job_fetch_available("q", 1, "w1", 0.3)
+    (job,) = claim_now(app, "q", 1, "w1", 0.3)
     for _ in range(4):
         time.sleep(0.15)
         renewed = d.job_lease_renew([(job.id, job.lease_token or "")], 0.3)
@@ -139,7 +140,7 @@ def test_lease_renewal_keeps_a_long_job_from_rescue(app: rota.App) -> None:
 def test_rescue_discards_when_attempts_are_exhausted(app: rota.App) -> None:
     d = app.driver
     d.job_insert_many([row(max_attempts=1)])
-    d.job_fetch_available("q", 1, "w1", 0.01)
+    claim_now(app, "q", 1, "w1", 0.01)
     time.sleep(0.1)
     report = d.job_rescue_expired(10)
     assert (report.rescued, report.discarded) == (0, 1)
@@ -150,7 +151,7 @@ def test_rescue_discards_when_attempts_are_exhausted(app: rota.App) -> None:
 def test_retry_snooze_and_refund(app: rota.App) -> None:
     d = app.driver
     d.job_insert_many([row(), row()])
-    a, b = d.job_fetch_available("q", 2, "w", 30)
+    a, b = claim_now(app, "q", 2, "w", 30)
     accepted = d.job_complete_many(
         [
             done(a, JobState.RETRYABLE, delay=60.0),
@@ -181,7 +182,7 @@ def test_scheduled_insert_and_staging(app: rota.App) -> None:
     )
     assert abs((a.run_at - later).total_seconds()) < 0.01
     assert d.job_stage_due(100) == 0
-    assert [j.id for j in d.job_fetch_available("q", 10, "w", 30)] == [b.id]
+    assert [j.id for j in claim_now(app, "q", 10, "w", 30)] == [b.id]
     assert d.job_stage_due(100, horizon=7200) == 2
 
 
@@ -200,7 +201,7 @@ def test_cancel_waiting_and_running(app: rota.App) -> None:
     d = app.driver
     waiting, running = d.job_insert_many([row(queue="a"), row(queue="b")])
     assert d.job_cancel(waiting.id).state is JobState.CANCELLED
-    (claimed,) = d.job_fetch_available("b", 1, "w", 30)
+    (claimed,) = claim_now(app, "b", 1, "w", 30)
     requested = d.job_cancel(running.id)
     assert requested.state is JobState.RUNNING and requested.cancel_requested
     (renewal,) = d.job_lease_renew([(claimed.id, claimed.lease_token or "")], 30)
@@ -214,7 +215,7 @@ def test_cancel_waiting_and_running(app: rota.App) -> None:
 def test_retry_brings_a_discarded_job_back_with_an_attempt(app: rota.App) -> None:
     d = app.driver
     d.job_insert_many([row(max_attempts=1)])
-    (job,) = d.job_fetch_available("q", 1, "w", 30)
+    (job,) = claim_now(app, "q", 1, "w", 30)
     d.job_complete_many([done(job, JobState.DISCARDED)])
     back = d.job_retry(job.id)
     assert back.state is JobState.AVAILABLE and back.max_attempts == 2 and back.finished_at is None
@@ -226,12 +227,12 @@ def test_paused_queue_is_not_fetched(app: rota.App) -> None:
     d = app.driver
     d.job_insert_many([row()])
     app.pause_queue("q")
-    assert d.job_fetch_available("q", 10, "w", 30) == []
+    assert claim_now(app, "q", 10, "w", 30) == []
     (report,) = [r for r in app.list_queues() if r.name == "q"]
     assert report.paused and report.counts == {"available": 1}
     assert report.oldest_available_age is not None and report.oldest_available_age >= 0
     app.resume_queue("q")
-    assert len(d.job_fetch_available("q", 10, "w", 30)) == 1
+    assert len(claim_now(app, "q", 10, "w", 30)) == 1
 
 
 def test_leader_election_is_exclusive_and_expires(app: rota.App) -> None:
@@ -248,7 +249,7 @@ def test_leader_election_is_exclusive_and_expires(app: rota.App) -> None:
 def test_prune_removes_only_old_finished_jobs(app: rota.App) -> None:
     d = app.driver
     d.job_insert_many([row(), row(), row()])
-    a, b, _c = d.job_fetch_available("q", 3, "w", 30)
+    a, b, _c = claim_now(app, "q", 3, "w", 30)
     d.job_complete_many([done(a), done(b, JobState.DISCARDED)])
     time.sleep(0.05)
     assert d.job_prune_finished(3600, 3600, 100) == 0
@@ -269,7 +270,7 @@ def test_list_filters_and_pages(app: rota.App) -> None:
 def test_results_and_history_round_trip(app: rota.App) -> None:
     d = app.driver
     d.job_insert_many([row(args_json='{"n": 1, "s": "ü"}')])
-    (job,) = d.job_fetch_available("q", 1, "w", 30)
+    (job,) = claim_now(app, "q", 1, "w", 30)
     assert job.args == {"n": 1, "s": "ü"}
     failed = json.dumps(
         {
@@ -282,7 +283,7 @@ def test_results_and_history_round_trip(app: rota.App) -> None:
     d.job_complete_many(
         [Completion(job.id, job.lease_token or "", JobState.AVAILABLE, failed, delay=0.0)]
     )
-    (job,) = d.job_fetch_available("q", 1, "w", 30)
+    (job,) = claim_now(app, "q", 1, "w", 30)
     d.job_complete_many([done(job, result_json='{"ticket": "T-1"}')])
     final = d.job_get(job.id)
     assert final is not None and final.result == {"ticket": "T-1"}

@@ -9,6 +9,7 @@ import time
 import rota
 from rota.drivers.base import Completion, JobInsert
 from rota.job import JobState
+from rota.worker.fetcher import claim_now
 
 
 def row(key: str | None = None, **kw: object) -> JobInsert:
@@ -39,7 +40,7 @@ def test_key_guards_only_the_chosen_states(app: rota.App) -> None:
     (first,) = d.job_insert_many([row("k", key_states=waiting)])
     (same,) = d.job_insert_many([row("k", key_states=waiting)])
     assert same.id == first.id
-    (job,) = d.job_fetch_available("q", 1, "w", 30)
+    (job,) = claim_now(app, "q", 1, "w", 30)
     d.job_complete_many([Completion(job.id, job.lease_token or "", JobState.COMPLETED, "{}")])
     (after,) = d.job_insert_many([row("k", key_states=waiting)])
     assert after.created and after.id != first.id
@@ -53,13 +54,13 @@ def test_same_key_twice_in_one_batch(app: rota.App) -> None:
 def test_steps_and_checkpoints_are_fenced(app: rota.App) -> None:
     d = app.driver
     d.job_insert_many([row()])
-    (first,) = d.job_fetch_available("q", 1, "w1", 0.05)
+    (first,) = claim_now(app, "q", 1, "w1", 0.05)
     token1 = first.lease_token or ""
     assert d.step_record(first.id, token1, "charge", json.dumps({"charge_id": "ch_1"}))
     assert d.job_checkpoint(first.id, token1, json.dumps({"done": 10}))
     time.sleep(0.15)
     d.job_rescue_expired(10)
-    (second,) = d.job_fetch_available("q", 1, "w2", 30)
+    (second,) = claim_now(app, "q", 1, "w2", 30)
     assert second.checkpoint == {"done": 10}
     assert d.step_list(second.id) == {"charge": {"charge_id": "ch_1"}}
     # The stale first attempt can no longer record anything.
@@ -95,7 +96,7 @@ def test_inbox_rolls_back_with_the_effect(app: rota.App) -> None:
 def test_completion_inside_a_caller_transaction(app: rota.App) -> None:
     d = app.driver
     d.job_insert_many([row(), row()])
-    a, b = d.job_fetch_available("q", 2, "w", 30)
+    a, b = claim_now(app, "q", 2, "w", 30)
     try:
         with d.transaction() as conn:
             assert d.job_complete_many(
@@ -115,7 +116,7 @@ def test_completion_inside_a_caller_transaction(app: rota.App) -> None:
 def test_pruning_a_job_removes_its_steps(app: rota.App) -> None:
     d = app.driver
     d.job_insert_many([row()])
-    (job,) = d.job_fetch_available("q", 1, "w", 30)
+    (job,) = claim_now(app, "q", 1, "w", 30)
     d.step_record(job.id, job.lease_token or "", "s", "1")
     d.job_complete_many([Completion(job.id, job.lease_token or "", JobState.COMPLETED, "{}")])
     time.sleep(0.05)

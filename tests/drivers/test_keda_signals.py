@@ -13,6 +13,7 @@ import pytest
 import rota
 from rota.drivers import queries
 from rota.job import JobState
+from rota.worker.fetcher import claim_now
 from tests.drivers.test_conformance import done, row
 
 
@@ -34,7 +35,7 @@ def populate(app: rota.App) -> None:
     d = app.driver
     d.job_insert_many([row() for _ in range(10)])
     d.job_insert_many([row(queue="other"), row(delay=3600)])
-    running = d.job_fetch_available("q", 7, "w", 60)
+    running = claim_now(app, "q", 7, "w", 60)
     retry_now, snoozed, retry_later, completed, discarded = running[:5]
     d.job_complete_many(
         [

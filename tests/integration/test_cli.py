@@ -18,6 +18,7 @@ import rota
 import rota.testing
 from rota import JobState
 from rota.cli.main import cli
+from rota.worker.fetcher import claim_now
 from tests.e2e.apps.e2e_tasks import register
 
 APPS = Path(__file__).parents[1] / "e2e" / "apps"
@@ -215,7 +216,7 @@ def test_retry_a_completed_job_runs_it_again(run: Invoke, tasks_app: rota.App) -
 
 def test_cancel_a_running_job_asks_it_to_stop(run: Invoke, tasks_app: rota.App) -> None:
     job = enqueue_json(run, "greet", "--arg", "name=Ada")
-    (claimed,) = tasks_app.driver.job_fetch_available("mail", 1, "worker-1", 30.0)
+    (claimed,) = claim_now(tasks_app, "mail", 1, "worker-1", 30.0)
     assert claimed.id == job["id"]
 
     result = run("jobs", "cancel", str(job["id"]))
@@ -248,14 +249,14 @@ def test_queues_ls_pause_resume(run: Invoke, tasks_app: rota.App) -> None:
     assert as_json(run("queues", "pause", "mail", "--json")) == {"name": "mail", "paused": True}
     assert queue("mail")["paused"] is True
     # A paused queue hands out nothing; other queues are unaffected.
-    assert tasks_app.driver.job_fetch_available("mail", 10, "w", 30.0) == []
-    assert len(tasks_app.driver.job_fetch_available("default", 10, "w", 30.0)) == 1
+    assert claim_now(tasks_app, "mail", 10, "w", 30.0) == []
+    assert len(claim_now(tasks_app, "default", 10, "w", 30.0)) == 1
 
     text = run("queues", "resume", "mail")
     assert text.exit_code == 0, text.output
     assert text.stdout.strip() == "queue mail resumed"
     assert queue("mail")["paused"] is False
-    assert len(tasks_app.driver.job_fetch_available("mail", 10, "w", 30.0)) == 2
+    assert len(claim_now(tasks_app, "mail", 10, "w", 30.0)) == 2
 
     assert as_json(run("queues", "resume", "mail", "--json")) == {
         "name": "mail",

@@ -12,6 +12,7 @@ import pytest
 
 import rota
 from rota import testing
+from rota.worker.fetcher import claim_now
 from tests.helpers import fast_settings, run_worker_until
 
 
@@ -72,10 +73,10 @@ def test_transaction_of_a_stale_attempt_rolls_back(app: rota.App) -> None:
     def pay(order: int) -> None: ...
 
     job = pay.enqueue(order=1)
-    (first,) = app.driver.job_fetch_available("default", 1, "w1", 0.05)
+    (first,) = claim_now(app, "default", 1, "w1", 0.05)
     time.sleep(0.15)
     app.driver.job_rescue_expired(10)
-    (second,) = app.driver.job_fetch_available("default", 1, "w2", 30)
+    (second,) = claim_now(app, "default", 1, "w2", 30)
     stale = rota.Context(first, worker_id="w1", driver=app.driver)
     with pytest.raises(rota.LeaseLostError), stale.transaction() as conn:
         conn.execute(f"INSERT INTO effects VALUES ({mark}, {mark}, {mark})", (job.id, 1, "dup"))

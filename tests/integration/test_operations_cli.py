@@ -15,6 +15,7 @@ import rota
 from rota.cli.main import cli
 from rota.cli.queues import parse_rate
 from rota.drivers.base import Completion
+from rota.worker.fetcher import claim_now
 
 Invoke = Callable[..., Result]
 
@@ -49,8 +50,8 @@ def dead(app: rota.App) -> list[rota.Job]:
     charge.enqueue(order=2, partition_key="cust-7")
     charge.enqueue(order=3, partition_key="cust-7")
     mail.enqueue(to="a@example.com")
-    jobs = app.driver.job_fetch_available("billing", 10, "w", 30)
-    jobs += app.driver.job_fetch_available("mail", 10, "w", 30)
+    jobs = claim_now(app, "billing", 10, "w", 30)
+    jobs += claim_now(app, "mail", 10, "w", 30)
     entries = {
         "ops.charge": {"error_type": "myapp.CardDeclined", "message": "card [declined]"},
         "ops.mail": {"error_type": "TimeoutError", "message": "smtp timed out"},
@@ -143,7 +144,7 @@ def test_dlq_dismiss_unblocks_a_poisoned_partition(
     result = run("dlq", "dismiss", str(head.id), "999999", "--reason", "refunded by hand")
     assert result.exit_code == 0 and f"dismissed 1 dead letter(s): {head.id}" in result.output
     assert json.loads(run("queues", "partitions", "--json").output) == []
-    (claimed,) = app.driver.job_fetch_available("billing", 10, "w", 30)
+    (claimed,) = claim_now(app, "billing", 10, "w", 30)
     assert claimed.args == {"order": 3}  # the key flows again, in order
 
 

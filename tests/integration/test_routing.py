@@ -13,6 +13,7 @@ from click.testing import CliRunner
 import rota
 from rota.cli.main import cli
 from rota.routing.store import RoutingStore
+from rota.worker.fetcher import claim_now
 from tests.helpers import fast_settings, run_worker_until, wait_for
 
 
@@ -77,11 +78,10 @@ def test_a_job_needs_all_its_labels_and_enqueue_overrides_the_task(app: rota.App
     both = train.enqueue(requires={"mem:large", "gpu"})
     anywhere = train.enqueue(requires=set())
     assert both.requires == ("gpu", "mem:large") and anywhere.requires == ()
-    d = app.driver
-    assert [j.id for j in d.job_fetch_available("ml", 10, "w1", 30, ())] == [anywhere.id]
-    assert d.job_fetch_available("ml", 10, "w2", 30, ("gpu",)) == []
-    assert d.job_fetch_available("ml", 10, "w3", 30, ("mem:large",)) == []
-    (claimed,) = d.job_fetch_available("ml", 10, "w4", 30, ("gpu", "mem:large", "ssd"))
+    assert [j.id for j in claim_now(app, "ml", 10, "w1", 30, ())] == [anywhere.id]
+    assert claim_now(app, "ml", 10, "w2", 30, ("gpu",)) == []
+    assert claim_now(app, "ml", 10, "w3", 30, ("mem:large",)) == []
+    (claimed,) = claim_now(app, "ml", 10, "w4", 30, ("gpu", "mem:large", "ssd"))
     assert claimed.id == both.id and claimed.requires == ("gpu", "mem:large")
 
 
@@ -91,7 +91,7 @@ def test_without_capabilities_the_claim_is_unfiltered_for_drain(app: rota.App) -
         pass
 
     job = train.enqueue()
-    (claimed,) = app.driver.job_fetch_available("ml", 10, "drain", 30)
+    (claimed,) = claim_now(app, "ml", 10, "drain", 30)
     assert claimed.id == job.id
 
 

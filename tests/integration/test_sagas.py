@@ -20,6 +20,7 @@ from rota.cli.main import cli
 from rota.sagas import engine, machine
 from rota.sagas.service import SagaSupervisor
 from rota.sagas.store import SagaStore
+from rota.worker.fetcher import claim_now
 from tests.helpers import fast_settings, run_worker_until, wait_for
 
 FAST_RETRY = rota.Backoff(base=0.01, cap=0.02)
@@ -481,7 +482,7 @@ def test_a_worker_lost_on_the_last_attempt_still_leads_to_compensation(app: rota
         )
     assert moved is not None and moved.job_id is not None
     # A worker claims the charge job (its only attempt) and is never heard of again.
-    claimed = app.driver.job_fetch_available("payments", 10, "ghost-worker", 0.2)
+    claimed = claim_now(app, "payments", 10, "ghost-worker", 0.2)
     assert [j.id for j in claimed] == [moved.job_id]
     worker = rota.Worker(app, fast_settings(queues={"default": 2, "payments": 2}))
     asyncio.run(run_worker_until(worker, lambda: app.sagas.get("ghost").status.finished))

@@ -15,6 +15,7 @@ import pytest
 
 import rota
 from rota.tenants.fair import Candidate, fair_pick
+from rota.worker.fetcher import claim_now
 from tests.helpers import fast_settings, run_worker_until
 
 
@@ -38,7 +39,7 @@ def test_the_fair_claim_takes_what_fair_pick_takes(app: rota.App) -> None:
     running: dict[str | None, int] = defaultdict(int)
     for size in (5, 3, 7, 4):
         expected = fair_pick(list(waiting.values()), running, {"small": 2}, size)
-        claimed = app.driver.job_fetch_available("reports", size, "w", 30, ())
+        claimed = claim_now(app, "reports", size, "w", 30, ())
         assert sorted(j.id for j in claimed) == sorted(expected)
         for job_id in expected:
             running[waiting.pop(job_id).tenant] += 1
@@ -48,7 +49,7 @@ def test_the_fair_claim_takes_what_fair_pick_takes(app: rota.App) -> None:
     assert {t.name for t in app.tenants.list()} == {"big", "small", "mid"}
     app.tenants.set_fair("reports", False)  # plain again: priority order, no caps
     assert app.tenants.fair_queues() == []
-    claimed = app.driver.job_fetch_available("reports", 100, "w", 30, ())
+    claimed = claim_now(app, "reports", 100, "w", 30, ())
     assert len(claimed) == len(waiting)
 
 
@@ -72,7 +73,7 @@ def test_random_fair_claims_match_fair_pick(app: rota.App, seed: int) -> None:
     while True:
         size = rng.randint(1, 9)
         expected = fair_pick(list(waiting.values()), running, caps, size)
-        claimed = app.driver.job_fetch_available("mixed", size, "w", 30, ())
+        claimed = claim_now(app, "mixed", size, "w", 30, ())
         assert sorted(j.id for j in claimed) == sorted(expected)
         if not expected:
             break

@@ -11,6 +11,7 @@ import pytest
 
 import rota
 from rota.drivers.base import JobInsert
+from rota.worker.fetcher import claim_now
 from tests.helpers import fast_settings, run_worker_until
 
 
@@ -234,7 +235,7 @@ def test_a_rescued_job_refuses_the_stale_workers_writes(app: rota.App) -> None:
         worker_a.heartbeater.untrack(job.id)
         await asyncio.sleep(0.7)
         assert (await asyncio.to_thread(app.driver.job_rescue_expired, 10)).rescued == 1
-        fetched = await asyncio.to_thread(app.driver.job_fetch_available, "default", 1, "B", 30)
+        fetched = await asyncio.to_thread(claim_now, app, "default", 1, "B", 30)
         assert fetched and fetched[0].attempt == 2
         release.set()  # A wakes up and tries to complete attempt 1
         while worker_a.completer.refused == 0:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import rota
 from rota.testing import drain
+from rota.worker.fetcher import claim_now
 from tests.web import browser
 from tests.web.features_demo import seed_features
 from tests.web.test_dashboard_browser import wait
@@ -110,8 +111,8 @@ def demo(path: Path) -> tuple[rota.App, int]:
         app.enqueue("shop.charge", {"order": 2000 + n}, key=f"order-{2000 + n}")
     for n in range(6):
         app.enqueue("shop.email", {"to": f"late{n}@example.com"}, delay=rng.uniform(5, 600))
-    app.driver.job_fetch_available("payments", 3, "web-2.shop.internal:2871", 600)
-    app.driver.job_fetch_available("reports", 1, "web-1.shop.internal:3112", 600)
+    claim_now(app, "payments", 3, "web-2.shop.internal:2871", 600)
+    claim_now(app, "reports", 1, "web-1.shop.internal:3112", 600)
     app.enqueue("reports.daily", {"day": "2026-11-29"})
     app.driver.leader_attempt_elect("maintenance", "web-1.shop.internal:3112", 60)
     app.tokens.create("grafana", "viewer")

@@ -62,6 +62,40 @@ class Completion:
     refund_attempt: bool = False
 
 
+# The queue modes the claim statements know (a queue's stored configuration decides which):
+# plain, gated (per-job gates: partition keys, start deadlines, required labels), limited
+# (a global concurrency or rate limit) and fair (by tenant). Features register the named
+# claim statement of each mode they bring (Feature.claims); the engine brings "plain".
+PLAIN = "plain"
+CLAIM_QUERIES = {PLAIN: "job_claim_plain"}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of a worker from one queue, carrying the attempts that ended since its
+    last claim (their completions are written in the same transaction)."""
+
+    queue: str
+    limit: int
+    worker: str
+    lease: float
+    query: str = CLAIM_QUERIES[PLAIN]  # the named claim statement of the queue's mode
+    capabilities: tuple[str, ...] | None = None  # None: no routing filter
+    completions: Sequence[Completion] = ()
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """What one claim did: the jobs claimed (each with a fresh lease), the completions it
+    wrote, and, when the database said so, how the queue is claimed now."""
+
+    jobs: list[Job]
+    accepted: set[int]
+    mode: str | None = None  # the queue's mode, when it differs from the one claimed with
+    paused: bool = False
+    waiting: bool | None = None  # jobs still available after the claim (None: not asked)
+
+
 @dataclass(frozen=True)
 class LeaseRenewal:
     job_id: int
@@ -272,7 +306,7 @@ class Driver(Protocol):
 
     def inbox_prune(self, age: float, limit: int) -> int: ...
 
-    def inbox_record(self, conn: Any, source: str, message_id: str) -> bool: ...
+    def inbox_record(self, conn: object, source: str, message_id: str) -> bool: ...
 
     def db_now(self) -> datetime: ...
 
@@ -283,24 +317,17 @@ class Driver(Protocol):
     def job_claim(self, job_id: int, worker: str, lease_seconds: float) -> Job | None: ...
 
     def job_complete_many(
-        self, completions: Sequence[Completion], conn: Any = None
+        self, completions: Sequence[Completion], conn: object = None
     ) -> set[int]: ...
 
-    def job_fetch_available(
-        self,
-        queue: str,
-        limit: int,
-        worker: str,
-        lease_seconds: float,
-        capabilities: Sequence[str] | None = None,
-    ) -> list[Job]:
-        """Claim runnable jobs; with `capabilities`, only jobs whose requirements they
-        cover (None: no routing filter)."""
+    def job_fetch(self, claim: Claim) -> Claimed:
+        """Write the claim's completions and claim jobs with its statement, in one
+        transaction (one round trip on PostgreSQL)."""
         ...
 
     def job_get(self, job_id: int) -> Job | None: ...
 
-    def job_insert_many(self, rows: Sequence[JobInsert], conn: Any = None) -> list[Job]: ...
+    def job_insert_many(self, rows: Sequence[JobInsert], conn: object = None) -> list[Job]: ...
 
     def job_lease_renew(
         self, leases: Sequence[tuple[int, str]], lease_seconds: float
@@ -337,12 +364,6 @@ class Driver(Protocol):
     def queue_hold_put(
         self, queue: str, source: HoldSource, reason: str, until: datetime | None
     ) -> bool: ...
-
-    def queue_limited_hint(self, name: str) -> bool:
-        """Whether this driver's last claim from the queue was held back by a global or
-        rate limit while jobs kept waiting (in memory, no query): the fetcher then claims
-        again soon, and whenever one of its slots frees."""
-        ...
 
     def queue_set_paused(self, name: str, paused: bool) -> None: ...
 

@@ -1,5 +1,9 @@
 """Named-query loader: each dialect keeps `-- name: x` blocks in .sql files, and both
-dialects must define the same names (checked by a test)."""
+dialects must define the same names (checked by a test).
+
+A block may be a script of several statements, each ending a line with `;`, run in order
+in one transaction; a line `-- include: other` inserts another named query as one of them.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +12,13 @@ from importlib import resources
 from typing import LiteralString, cast
 
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
+_INCLUDE = re.compile(r"^--\s*include:\s*(\w+)\s*$")
 
 
 def load(dialect: str) -> dict[str, LiteralString]:
     """All named queries of `dialect` (the package folder drivers/<dialect>/queries)."""
     folder = resources.files(f"rota.drivers.{dialect}") / "queries"
-    found: dict[str, LiteralString] = {}
+    raw: dict[str, str] = {}
     for item in sorted(folder.iterdir(), key=lambda p: p.name):
         if not item.name.endswith(".sql"):
             continue
@@ -21,12 +26,46 @@ def load(dialect: str) -> dict[str, LiteralString]:
         parts = _NAME.split(text)
         # parts = [preamble, name1, body1, name2, body2, ...]
         for name, body in zip(parts[1::2], parts[2::2], strict=True):
-            if name in found:
+            if name in raw:
                 raise ValueError(f"query {name!r} is defined twice for {dialect}")
-            lines = [ln for ln in body.strip().splitlines() if not ln.lstrip().startswith("--")]
-            # Files ship inside the package: their text is as trusted as a literal.
-            found[name] = cast(LiteralString, "\n".join(lines).strip())  # type: ignore[redundant-cast]
+            raw[name] = body
+    found: dict[str, LiteralString] = {}
+    for name in raw:
+        # Files ship inside the package: their text is as trusted as a literal.
+        found[name] = cast(LiteralString, _resolve(name, raw, ()))  # type: ignore[redundant-cast]
     return found
+
+
+def _resolve(name: str, raw: dict[str, str], seen: tuple[str, ...]) -> str:
+    if name in seen:
+        raise ValueError(f"query {name!r} includes itself: {' -> '.join((*seen, name))}")
+    if name not in raw:
+        raise ValueError(f"{seen[-1]!r} includes an unknown query {name!r}")
+    lines: list[str] = []
+    for line in raw[name].strip().splitlines():
+        included = _INCLUDE.match(line.strip())
+        if included:
+            statements = statements_of(_resolve(included[1], raw, (*seen, name)))
+            lines.extend(f"{s};" for s in statements)
+        elif not line.lstrip().startswith("--"):
+            lines.append(line)
+    return "\n".join(lines).strip().removesuffix(";").strip()
+
+
+def statements_of(text: str) -> list[str]:
+    """The statements of a named query: one, or a script's in order (each of them ends a
+    line with `;`; the last one's `;` is optional)."""
+    out: list[str] = []
+    current: list[str] = []
+    for line in text.splitlines():
+        current.append(line)
+        if line.rstrip().endswith(";"):
+            out.append("\n".join(current).strip().removesuffix(";").strip())
+            current = []
+    tail = "\n".join(current).strip()
+    if tail:
+        out.append(tail)
+    return [s for s in out if s]
 
 
 def migrations(dialect: str) -> list[tuple[int, str, str]]:

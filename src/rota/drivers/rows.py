@@ -41,3 +41,32 @@ def job_from_row(row: Row, codec: Codec, *, created: bool = True) -> Job:
         requires=tuple(codec.json(row["requires"]) or ()),
         tenant=row["tenant"],
     )
+
+
+def claimed_job(row: Row, codec: Codec) -> Job:
+    """A job as a claim returns it: what the runner needs, not its history or result."""
+    token = row["lease_token"]
+    requires = row["requires"]
+    return Job(
+        id=row["id"],
+        task=row["task"],
+        queue=row["queue"],
+        args=codec.json(row["args"]),
+        state=JobState.RUNNING,
+        priority=row["priority"],
+        attempt=row["attempt"],
+        max_attempts=row["max_attempts"],
+        run_at=codec.instant(row["run_at"]),
+        created_at=codec.instant(row["created_at"]),
+        attempted_at=codec.time(row["attempted_at"]),
+        key=row["key"],
+        worker=row["worker"],
+        lease_token=None if token is None else str(token),
+        lease_expires_at=codec.time(row["lease_expires_at"]),
+        checkpoint=codec.json(row["checkpoint"]),
+        meta=codec.json(row["meta"]) or {},
+        partition_key=row["partition_key"],
+        expires_at=codec.time(row["expires_at"]),
+        requires=() if requires is None else tuple(codec.json(requires)),
+        tenant=row["tenant"],
+    )

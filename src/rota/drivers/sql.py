@@ -5,23 +5,48 @@ still does its own way (its notifier, how it runs a migration file) its subclass
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
 from rota.drivers.base import (
     BacklogReport,
+    Claim,
+    Claimed,
+    Completion,
     DurationReport,
     HoldSource,
     JobFilter,
+    JobInsert,
+    LeaseRenewal,
     QueueHold,
     QueueReport,
+    RescueReport,
 )
 from rota.drivers.catalog import CatalogStore
-from rota.drivers.database import Database
-from rota.drivers.rows import job_from_row
-from rota.errors import InvalidTransitionError, JobNotFoundError
+from rota.drivers.database import Database, Row
+from rota.drivers.rows import claimed_job, job_from_row
+from rota.errors import DatabaseUnavailableError, InvalidTransitionError, JobNotFoundError
 from rota.job import Job
+
+# The columns of one inserted job, in the order job_insert_many reads them (`j_*`).
+_INSERT = (
+    "task",
+    "queue",
+    "args",
+    "priority",
+    "max_attempts",
+    "key",
+    "at",
+    "delay",
+    "meta",
+    "partition_key",
+    "expires_at",
+    "requires",
+    "tenant",
+)
+# The columns of one completion (`c_*`): job_complete_many and every claim statement.
+_COMPLETION = ("id", "token", "state", "delay", "result", "entry", "refund")
 
 
 class SQLDriver:
@@ -53,6 +78,223 @@ class SQLDriver:
     def db_now(self) -> datetime:
         with self._database.read() as session:
             return self._database.codec.instant(session.value("db_now"))
+
+    # --- the hot path: insert, claim, complete, renew ---------------------------------------
+
+    def job_insert_many(self, rows: Sequence[JobInsert], conn: object = None) -> list[Job]:
+        """Insert jobs in one statement; a job whose idempotency key is held gets the
+        holder back (`created` False). A held key may be stale (past its window, or its job
+        left the guarded states): those are released and inserted again, in the same
+        transaction."""
+        if not rows:
+            return []
+        db = self._database
+        result: list[Job | None] = [None] * len(rows)
+        if conn is None and all(r.key is None for r in rows):
+            # Nothing can conflict: one statement, atomic on its own (no BEGIN/COMMIT).
+            self._insert_into(
+                db.execute("job_insert_many", self._insert_params(rows)),
+                rows,
+                range(len(rows)),
+                result,
+            )
+            return [job for job in result if job is not None]
+        with db.write(conn) as session:
+            pending = list(range(len(rows)))
+            # Twice is enough: a third conflict means another transaction took the key just
+            # now, and its job is the answer.
+            for _ in range(2):
+                subset = [rows[i] for i in pending]
+                inserted = session.all("job_insert_many", self._insert_params(subset))
+                self._insert_into(inserted, rows, pending, result)
+                conflicts = [i for i in pending if result[i] is None]
+                if not conflicts:
+                    break
+                released = session.all("job_release_keys", self._key_params(rows, conflicts, True))
+                freed = {(r["task"], r["key"]) for r in released}
+                pending = [i for i in conflicts if (rows[i].task, rows[i].key) in freed]
+                if not pending:
+                    break
+            missing = [i for i, job in enumerate(result) if job is None]
+            if missing:
+                holders = session.all("job_get_by_keys", self._key_params(rows, missing, False))
+                self._holders_into(holders, rows, missing, result)
+        return [job for job in result if job is not None]
+
+    def _insert_params(self, rows: Sequence[JobInsert]) -> dict[str, Any]:
+        c = self._database.codec
+        return c.columns(
+            "j",
+            _INSERT,
+            [
+                (
+                    r.task,
+                    r.queue,
+                    r.args_json,
+                    r.priority,
+                    r.max_attempts,
+                    r.key,
+                    c.time_param(r.at),
+                    r.delay,
+                    r.meta_json,
+                    r.partition_key,
+                    c.time_param(r.expires_at),
+                    # Comma-joined (labels have no commas): one text per row in both dialects.
+                    None if r.requires is None else ",".join(r.requires),
+                    r.tenant,
+                )
+                for r in rows
+            ],
+        )
+
+    def _key_params(
+        self, rows: Sequence[JobInsert], indexes: Sequence[int], release: bool
+    ) -> dict[str, Any]:
+        if release:
+            return self._database.codec.columns(
+                "k",
+                ("task", "key", "ttl", "states"),
+                [
+                    (
+                        rows[i].task,
+                        rows[i].key,
+                        rows[i].key_ttl,
+                        _joined(rows[i].key_states),
+                    )
+                    for i in indexes
+                ],
+            )
+        return self._database.codec.columns(
+            "k", ("task", "key"), [(rows[i].task, rows[i].key) for i in indexes]
+        )
+
+    def _insert_into(
+        self,
+        inserted: list[Row],
+        rows: Sequence[JobInsert],
+        indexes: Sequence[int],
+        result: list[Job | None],
+    ) -> None:
+        """Map inserted rows back to their inputs. Ids are drawn in input order, so the
+        rows sorted by id meet the inputs in order; an input with a key that is not among
+        them met a conflict (an existing holder, or an earlier input with the same key)."""
+        c = self._database.codec
+        ordered = iter(sorted(inserted, key=lambda r: int(r["id"])))
+        keyed = {(r["task"], r["key"]) for r in inserted if r["key"] is not None}
+        for i in indexes:
+            row = rows[i]
+            if row.key is not None:
+                if (row.task, row.key) not in keyed:
+                    continue
+                keyed.discard((row.task, row.key))  # a later duplicate in this batch conflicts
+            result[i] = job_from_row(next(ordered), c)
+
+    def _holders_into(
+        self,
+        holders: list[Row],
+        rows: Sequence[JobInsert],
+        indexes: Sequence[int],
+        result: list[Job | None],
+    ) -> None:
+        c = self._database.codec
+        existing = {(r["task"], r["key"]): r for r in holders}
+        for i in indexes:
+            holder = existing.get((rows[i].task, rows[i].key))
+            if holder is None:
+                raise DatabaseUnavailableError(
+                    f"key {rows[i].key!r} of {rows[i].task} changed hands during the "
+                    "enqueue; retry it"
+                )
+            result[i] = job_from_row(holder, c, created=False)
+
+    def _completion_params(self, completions: Sequence[Completion]) -> dict[str, Any]:
+        # Sorted by id: every statement that updates several running jobs locks them in
+        # id order, so a heartbeat and a completion batch never deadlock.
+        ordered = sorted(completions, key=lambda done: done.job_id)
+        return self._database.codec.columns(
+            "c",
+            _COMPLETION,
+            [
+                (
+                    done.job_id,
+                    done.lease_token,
+                    str(done.state),
+                    # float(): Retry(after=0) gives an int, and a typed array refuses a mix.
+                    None if done.delay is None else float(done.delay),
+                    done.result_json,
+                    done.entry_json,
+                    done.refund_attempt,
+                )
+                for done in ordered
+            ],
+        )
+
+    def job_fetch(self, claim: Claim) -> Claimed:
+        db = self._database
+        c = db.codec
+        params = {
+            "queue": claim.queue,
+            "limit": claim.limit,
+            "worker": claim.worker,
+            "lease": claim.lease,
+            "caps": None if claim.capabilities is None else c.array(list(claim.capabilities)),
+            **self._completion_params(claim.completions),
+        }
+        jobs: list[Job] = []
+        accepted: set[int] = set()
+        mode: str | None = None
+        paused = False
+        waiting: bool | None = None
+        for row in db.execute(claim.query, params):
+            kind = row["kind"]
+            if kind == "job":
+                jobs.append(claimed_job(row, c))
+            elif kind == "done":
+                accepted.add(int(row["id"]))
+            elif kind == "queue":
+                mode, paused = row["mode"], c.flag(row["paused"])
+                waiting = None if row["waiting"] is None else c.flag(row["waiting"])
+        jobs.sort(key=lambda j: (j.priority, j.run_at, j.id))
+        return Claimed(jobs, accepted, mode, paused, waiting)
+
+    def job_complete_many(self, completions: Sequence[Completion], conn: object = None) -> set[int]:
+        if not completions:
+            return set()
+        rows = self._database.execute(
+            "job_complete_many", self._completion_params(completions), conn
+        )
+        return {int(r["id"]) for r in rows}
+
+    def job_lease_renew(
+        self, leases: Sequence[tuple[int, str]], lease_seconds: float
+    ) -> list[LeaseRenewal]:
+        if not leases:
+            return []
+        c = self._database.codec
+        params = {"lease": lease_seconds, **c.columns("c", ("id", "token"), sorted(leases))}
+        return [
+            LeaseRenewal(int(r["id"]), str(r["lease_token"]), c.flag(r["cancel_requested"]))
+            for r in self._database.execute("job_lease_renew", params)
+        ]
+
+    def job_claim(self, job_id: int, worker: str, lease_seconds: float) -> Job | None:
+        params = {"id": job_id, "worker": worker, "lease": lease_seconds}
+        rows = self._database.execute("job_claim", params)
+        return job_from_row(rows[0], self._database.codec) if rows else None
+
+    def job_rescue_expired(self, limit: int) -> RescueReport:
+        states = [
+            r["state"] for r in self._database.execute("job_rescue_expired", {"limit": limit})
+        ]
+        return RescueReport(
+            rescued=states.count("available"),
+            discarded=states.count("discarded"),
+            cancelled=states.count("cancelled"),
+        )
+
+    def job_stage_due(self, limit: int, horizon: float = 0.0) -> int:
+        rows = self._database.execute("job_stage_due", {"limit": limit, "horizon": horizon})
+        return sum(int(r["n"]) for r in rows)
 
     # --- jobs -----------------------------------------------------------------------------
 
@@ -204,3 +446,7 @@ class SQLDriver:
             )
             for r in self._database.query("hold_list", {"queue": queue})
         ]
+
+
+def _joined(states: tuple[str, ...] | None) -> str | None:
+    return None if states is None else ",".join(states)

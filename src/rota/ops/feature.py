@@ -5,7 +5,7 @@ the hold service, with `rota dlq` and `rota queues window|breaker|holds`."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from rota.maintenance.service import PeriodicService
@@ -18,6 +18,10 @@ from rota.plugin import Feature, ServiceContext
 
 class OpsFeature(Feature):
     name: ClassVar[str] = "ops"
+    claims: ClassVar[Mapping[str, str]] = {
+        "gated": "job_claim_gated",
+        "limited": "job_claim_limited",
+    }
     commands: ClassVar[tuple[str, ...]] = ("rota.cli.dlq:dlq", "rota.cli.holds:install")
     routes: ClassVar[tuple[str, ...]] = ("rota.web.routes.dead_letters:register",)
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from rota.maintenance.service import PeriodicService
@@ -15,6 +15,8 @@ from rota.routing.api import Routing
 
 class RoutingFeature(Feature):
     name: ClassVar[str] = "routing"
+    # Jobs with required labels make their queue gated (the same statement as ops).
+    claims: ClassVar[Mapping[str, str]] = {"gated": "job_claim_gated"}
     commands: ClassVar[tuple[str, ...]] = ("rota.cli.routing:install",)
 
     @functools.cached_property

@@ -127,6 +127,14 @@ def _grants(capability: Capability, table: TableInfo) -> list[Grant]:
             # RETURNING * reads the row back; a stale idempotency key is released in
             # place (key_active), and that is the only column it may change.
             return [Grant(name, READ), Grant(name, INSERT), Grant(name, UPDATE, ("key_active",))]
+        if name == "rota_queues":
+            # A job with a per-job gate (partition key, deadline, labels) marks its queue
+            # gated, in the enqueue's own transaction.
+            return [
+                Grant(name, READ),
+                Grant(name, INSERT, ("name", "paused", "gated", "updated_at")),
+                Grant(name, UPDATE, ("gated", "updated_at")),
+            ]
         return []
     if capability in (Capability.DEADLETTERS, Capability.REPLAY):
         if name == "rota_api_tokens":

@@ -1,16 +1,23 @@
-"""Fetcher: one per queue. It claims jobs in batches when slots are free and it is
-woken (a notification, a freed slot after a full batch, or the poll interval)."""
+"""Fetcher: one per queue. When slots are free and it is woken (a notification, a freed
+slot, or the poll interval) it claims a batch with the statement of the queue's mode, and
+the claim carries the completions waiting to be written: one transaction, one round trip
+on PostgreSQL, for the jobs that ended and the jobs that start."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
-from rota.drivers.base import Driver
+from rota.drivers.base import PLAIN, Claim, Claimed, Driver
 from rota.job import Job
 from rota.maintenance.service import DbCall
+from rota.worker.completer import Completer
+
+if TYPE_CHECKING:
+    from rota.app import App
 
 log = logging.getLogger("rota.worker")
 
@@ -19,6 +26,7 @@ log = logging.getLogger("rota.worker")
 # slot may be freed by a completion still on its way to the database, by another worker,
 # or by the rate window moving on, and none of them sends a notification.
 LIMITED_RETRY = 0.05
+CARRY_MODES = frozenset({PLAIN, "gated"})
 LIMITED_RETRY_MAX = 0.25
 
 
@@ -35,6 +43,8 @@ class Fetcher:
         lease: float,
         poll_interval: float,
         start: Callable[[Job, Fetcher], None],
+        completer: Completer,
+        claims: Mapping[str, str],
         capabilities: tuple[str, ...] = (),
     ) -> None:
         self.driver = driver
@@ -47,13 +57,17 @@ class Fetcher:
         self.lease = lease
         self.poll_interval = poll_interval
         self.start = start
+        self.completer = completer
+        self.claims = claims  # queue mode -> its named claim statement
         self.capabilities = capabilities  # only jobs these cover are claimed (rota.routing)
+        self.mode = PLAIN  # how the queue is claimed; the database corrects it on a claim
         self._wake = asyncio.Event()
-        self._more = True  # the last claim filled its batch: more jobs are likely waiting
+        self._more = True  # the last claim says more jobs are likely waiting
         # The last claim was held back by a global or rate limit while jobs wait: every
         # freed slot claims again, and the claim is retried with a short backoff.
         self.limited = False
         self._limited_wait = LIMITED_RETRY
+        self._unknown_mode: str | None = None  # a mode no plugged feature brings (logged once)
         self.fetches = 0
         self.failures = 0  # claims in a row that failed (the health endpoint reads it)
 
@@ -76,22 +90,35 @@ class Fetcher:
             if self.limited and self.free > 0 and not delay:
                 timeout = min(timeout, self._limited_wait)
                 self._limited_wait = min(self._limited_wait * 2, LIMITED_RETRY_MAX)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=timeout)
+            if not self._wake.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=timeout)
             self._wake.clear()
             delay = 0.0
+            switched = False
             while self.free > 0 and not stop.is_set():
+                query = self.claims.get(self.mode)
+                if query is None:
+                    self._refuse_mode()
+                    break
                 limit = min(self.free, self.batch)
+                # A claim takes the completions along (one transaction for both), except
+                # under a limit: there the slots a completion frees must be free for every
+                # worker to claim, not refilled by this one in the same transaction.
+                carried = self.completer.take() if self.mode in CARRY_MODES else []
+                claim = Claim(
+                    self.queue,
+                    limit,
+                    self.worker_id,
+                    self.lease,
+                    query,
+                    self.capabilities,
+                    carried,
+                )
                 try:
-                    jobs: list[Job] = await self.db(
-                        self.driver.job_fetch_available,
-                        self.queue,
-                        limit,
-                        self.worker_id,
-                        self.lease,
-                        self.capabilities,
-                    )
+                    claimed: Claimed = await self.db(self.driver.job_fetch, claim)
                 except Exception as exc:
+                    self.completer.give_back(carried)
                     self.failures += 1
                     delay = min(max(delay * 2, 0.5), 30.0)
                     log.warning(
@@ -102,16 +129,64 @@ class Fetcher:
                         delay,
                     )
                     break
+                self.completer.settle(carried, claimed.accepted)
                 self.fetches += 1
                 self.failures = 0
-                self._more = len(jobs) == limit
-                self.limited = self.driver.queue_limited_hint(self.queue)
+                jobs = claimed.jobs
+                if claimed.mode is not None and claimed.mode != self.mode:
+                    log.info(
+                        "queue %r is claimed as %s now (was %s)",
+                        self.queue,
+                        claimed.mode,
+                        self.mode,
+                    )
+                    self.mode = claimed.mode
+                    if not jobs and not claimed.paused and not switched:
+                        switched = True
+                        continue  # claim again at once, with the statement of the new mode
+                waiting = claimed.waiting
+                self._more = len(jobs) == limit if waiting is None else waiting
+                # Held back: jobs are waiting but the limit gave fewer than asked for.
+                self.limited = bool(waiting) and len(jobs) < limit
                 if jobs:
                     self._limited_wait = LIMITED_RETRY
                 for job in jobs:
                     self.free -= 1
                     self.start(job, self)
-                if not self._more:
+                if not self._more or self.limited:
                     break
                 # Let finished jobs hand back their slots so the next claim is a real batch.
                 await asyncio.sleep(0)
+
+    def _refuse_mode(self) -> None:
+        if self._unknown_mode != self.mode:
+            self._unknown_mode = self.mode
+            log.error(
+                "queue %r is claimed as %r, which no feature plugged into this worker's App "
+                "brings; its jobs wait for a worker that has it",
+                self.queue,
+                self.mode,
+            )
+
+
+def claim_now(
+    app: App,
+    queue: str,
+    limit: int,
+    worker: str,
+    lease: float,
+    capabilities: tuple[str, ...] | None = None,
+) -> list[Job]:
+    """Claim up to `limit` jobs of `queue` at once, in the queue's mode, outside a worker
+    (rota.testing.drain, tests). `capabilities` None claims routed jobs too."""
+    claims = app.claim_queries()
+    mode = PLAIN
+    for _ in range(2):
+        query = claims.get(mode)
+        if query is None:
+            return []  # a mode no plugged feature brings
+        claimed = app.driver.job_fetch(Claim(queue, limit, worker, lease, query, capabilities))
+        if claimed.mode is None or claimed.mode == mode or claimed.jobs or claimed.paused:
+            return claimed.jobs
+        mode = claimed.mode
+    return []

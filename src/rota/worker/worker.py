@@ -201,6 +201,7 @@ class Worker:
                 )
             )
         fetch_tasks = []
+        claims = self.app.claim_queries()
         for queue, concurrency in self.settings.queues.items():
             fetcher = Fetcher(
                 self.driver,
@@ -212,6 +213,8 @@ class Worker:
                 lease=self.settings.lease,
                 poll_interval=self.settings.poll_interval,
                 start=self._start_job,
+                completer=self.completer,
+                claims=claims,
                 capabilities=tuple(sorted(self.settings.capabilities)),
             )
             self.fetchers[queue] = fetcher

@@ -25,6 +25,8 @@ from rota.errors import (
 )
 
 QUERIES = queries.load("postgres")
+# Each named query as its statements: one, or a script's (run in order, one transaction).
+SCRIPTS = {name: queries.statements_of(text) for name, text in QUERIES.items()}
 log = logging.getLogger("rota.postgres")
 
 Connection = psycopg.Connection[Any]
@@ -75,8 +77,16 @@ class PostgresSession:
 
     def all(self, name: str, params: Params | None = None) -> list[Row]:
         cur = self._cursor
-        cur.execute(QUERIES[name], params or {})
-        return cur.fetchall() if cur.description else []
+        statements = SCRIPTS[name]
+        if len(statements) == 1:
+            cur.execute(QUERIES[name], params or {})
+            return cur.fetchall() if cur.description else []
+        rows: list[Row] = []
+        for statement in statements:
+            cur.execute(statement, params or {})
+            if cur.description:
+                rows.extend(cur.fetchall())
+        return rows
 
     def one(self, name: str, params: Params | None = None) -> Row | None:
         rows = self.all(name, params)
@@ -171,8 +181,10 @@ class PostgresDatabase:
     def execute(
         self, name: str, params: Params | None = None, conn: Connection | None = None
     ) -> list[Row]:
-        # One statement is atomic in autocommit: no BEGIN/COMMIT round trips.
-        with self.read(conn) as session:
+        # One statement is atomic in autocommit: no BEGIN/COMMIT round trips. A script
+        # needs a transaction of its own.
+        opened = self.read(conn) if len(SCRIPTS[name]) == 1 else self.write(conn)
+        with opened as session:
             return session.all(name, params)
 
     @contextlib.contextmanager
@@ -213,4 +225,11 @@ class PostgresDatabase:
         logging.getLogger("psycopg.pool").removeFilter(self._log_filter)
 
 
-__all__ = ["QUERIES", "Connection", "PostgresCodec", "PostgresDatabase", "PostgresSession"]
+__all__ = [
+    "QUERIES",
+    "SCRIPTS",
+    "Connection",
+    "PostgresCodec",
+    "PostgresDatabase",
+    "PostgresSession",
+]

@@ -19,6 +19,8 @@ from rota.drivers.url import DatabaseURL
 from rota.errors import ConfigurationError, DatabaseUnavailableError, SchemaError
 
 QUERIES = queries.load("sqlite")
+# Each named query as its statements: one, or a script's (run in order, one transaction).
+SCRIPTS = {name: queries.statements_of(text) for name, text in QUERIES.items()}
 
 
 class SQLiteCodec:
@@ -68,15 +70,21 @@ class SQLiteSession:
         return self._cursor.connection
 
     def all(self, name: str, params: Params | None = None) -> list[Row]:
-        return self._cursor.execute(QUERIES[name], params or {}).fetchall()
+        statements = SCRIPTS[name]
+        if len(statements) == 1:
+            return self._cursor.execute(QUERIES[name], params or {}).fetchall()
+        rows: list[Row] = []
+        for statement in statements:
+            rows.extend(self._cursor.execute(statement, params or {}).fetchall())
+        return rows
 
     def one(self, name: str, params: Params | None = None) -> Row | None:
         rows = self.all(name, params)
         return rows[0] if rows else None
 
     def value(self, name: str, params: Params | None = None) -> Any:
-        rows = self._cursor.execute(QUERIES[name], params or {}).fetchall()
-        return rows[0][0] if rows else None
+        rows = self.all(name, params)
+        return rows[0][rows[0].keys()[0]] if rows else None
 
     def count(self, name: str, params: Params | None = None) -> int:
         return self._cursor.execute(QUERIES[name], params or {}).rowcount
@@ -259,4 +267,4 @@ def translate(exc: sqlite3.OperationalError) -> Exception:
     return exc
 
 
-__all__ = ["QUERIES", "SQLiteCodec", "SQLiteDatabase", "SQLiteSession", "translate"]
+__all__ = ["QUERIES", "SCRIPTS", "SQLiteCodec", "SQLiteDatabase", "SQLiteSession", "translate"]

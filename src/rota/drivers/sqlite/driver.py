@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rota.drivers import queries
-from rota.drivers.base import Completion, JobInsert, LeaseRenewal, RescueReport, WakeFunc
+from rota.drivers.base import WakeFunc
 from rota.drivers.sql import SQLDriver
 from rota.drivers.sqlite.copy import SQLiteCopyStore
 from rota.drivers.sqlite.database import SQLiteDatabase
@@ -23,63 +21,11 @@ from rota.drivers.sqlite.hardening import (
 from rota.drivers.sqlite.tokens import SQLiteTokenStore
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
-    ConfigurationError,
     SchemaError,
 )
-from rota.job import Attempt, Job, JobState
 
 _Q = queries.load("sqlite")
 _MIGRATIONS = queries.migrations("sqlite")
-
-
-def _ts(value: float | None) -> datetime | None:
-    return None if value is None else datetime.fromtimestamp(value, UTC)
-
-
-def _epoch(value: datetime | None) -> float | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        raise ConfigurationError("pass a timezone-aware datetime (e.g. datetime.now(UTC))")
-    return value.timestamp()
-
-
-def job_from_row(row: sqlite3.Row, *, created: bool = True) -> Job:
-    result = row["result"]
-    history = row["history"]
-    return Job(
-        id=row["id"],
-        task=row["task"],
-        queue=row["queue"],
-        args=json.loads(row["args"]),
-        state=JobState(row["state"]),
-        priority=row["priority"],
-        attempt=row["attempt"],
-        max_attempts=row["max_attempts"],
-        run_at=datetime.fromtimestamp(row["run_at"], UTC),
-        created_at=datetime.fromtimestamp(row["created_at"], UTC),
-        attempted_at=_ts(row["attempted_at"]),
-        finished_at=_ts(row["finished_at"]),
-        key=row["key"],
-        worker=row["worker"],
-        lease_token=row["lease_token"],
-        lease_expires_at=_ts(row["lease_expires_at"]),
-        cancel_requested=bool(row["cancel_requested"]),
-        result=None if result is None else json.loads(result),
-        checkpoint=None if row["checkpoint"] is None else json.loads(row["checkpoint"]),
-        meta={} if row["meta"] is None else json.loads(row["meta"]),
-        progress=row["progress"],
-        progress_message=row["progress_message"],
-        progress_at=_ts(row["progress_at"]),
-        history=()
-        if history == "[]"
-        else tuple(Attempt.from_entry(e, _ts) for e in json.loads(history)),
-        created=created,
-        partition_key=row["partition_key"],
-        expires_at=_ts(row["expires_at"]),
-        requires=() if row["requires"] is None else tuple(json.loads(row["requires"])),
-        tenant=row["tenant"],
-    )
 
 
 class SQLiteDriver(SQLDriver):
@@ -92,14 +38,8 @@ class SQLiteDriver(SQLDriver):
         self._path = url.path
         self._busy_ms = self._sqlite.busy_ms
         self.tokens = SQLiteTokenStore(self)
-        # Limited queues whose last claim left jobs waiting (held back by the limit): the
-        # fetcher's hint to claim again soon.
-        self._held_back: set[str] = set()
         self.progress = SQLiteProgressStore(self)
         self.copy = SQLiteCopyStore(self)
-
-    def queue_limited_hint(self, name: str) -> bool:
-        return name in self._held_back
 
     # --- connections (through the dialect seam) ----------------------------------------
 
@@ -136,147 +76,6 @@ class SQLiteDriver(SQLDriver):
         return applied
 
     # --- jobs ---------------------------------------------------------------------------
-
-    def job_insert_many(self, rows: Sequence[JobInsert], conn: Any = None) -> list[Job]:
-        jobs: list[Job] = []
-        with self._write(conn) as db:
-            for row in rows:
-                jobs.append(self._insert_one(db, row))
-        return jobs
-
-    def _insert_one(self, db: sqlite3.Cursor, row: JobInsert) -> Job:
-        params = {
-            "task": row.task,
-            "queue": row.queue,
-            "args": row.args_json,
-            "priority": row.priority,
-            "max_attempts": row.max_attempts,
-            "key": row.key,
-            "at": _epoch(row.at),
-            "delay": row.delay,
-            "meta": row.meta_json,
-            "partition_key": row.partition_key,
-            "expires_at": _epoch(row.expires_at),
-            "requires": None if row.requires is None else json.dumps(list(row.requires)),
-            "tenant": row.tenant,
-        }
-        inserted = db.execute(_Q["job_insert_many"], params).fetchone()
-        if inserted is not None:
-            return job_from_row(inserted)
-        key = {"task": row.task, "key": row.key}
-        released = db.execute(
-            _Q["job_release_keys"],
-            {**key, "ttl": row.key_ttl, "states": _states(row.key_states)},
-        ).fetchall()
-        if released:
-            inserted = db.execute(_Q["job_insert_many"], params).fetchone()
-            if inserted is not None:
-                return job_from_row(inserted)
-        # The write lock is held since BEGIN IMMEDIATE, so the holder cannot change now.
-        existing = db.execute(_Q["job_get_by_keys"], key).fetchone()
-        return job_from_row(existing, created=False)
-
-    def job_fetch_available(
-        self,
-        queue: str,
-        limit: int,
-        worker: str,
-        lease_seconds: float,
-        capabilities: Sequence[str] | None = None,
-    ) -> list[Job]:
-        caps = None if capabilities is None else "," + ",".join(capabilities) + ","
-        if not self._read("job_peek_available", {"queue": queue, "caps": caps})[0][0]:
-            self._held_back.discard(queue)
-            return []
-        params = {
-            "queue": queue,
-            "limit": limit,
-            "worker": worker,
-            "lease": lease_seconds,
-            "caps": caps,
-        }
-        with self._write() as db:
-            # Under the write lock every claim of every process takes turns, so a limited
-            # queue's room (limit - running, rate - recent starts) is exact here.
-            ctl = db.execute(_Q["queue_lock"], params).fetchone()
-            held_back = False
-            if ctl is None or (
-                ctl["global_limit"] is None and ctl["rate_limit"] is None and not ctl["fair"]
-            ):
-                rows = db.execute(_Q["job_fetch_available"], params).fetchall()
-            elif ctl["paused"]:
-                rows = []
-            else:
-                # A fair queue picks by tenant (rota.tenants); its limits apply all the same.
-                fetch = "job_fetch_fair" if ctl["fair"] else "job_fetch_limited"
-                rows = db.execute(_Q[fetch], params).fetchall()
-                held_back = len(rows) == limit or bool(
-                    db.execute(_Q["job_peek_available"], params).fetchone()[0]
-                )
-                if ctl["rate_limit"] is not None:
-                    period = {"queue": queue, "period": ctl["rate_period"]}
-                    db.execute(_Q["queue_starts_prune"], period)
-                    if rows:
-                        db.execute(_Q["queue_start_record"], {"queue": queue, "n": len(rows)})
-        if held_back:
-            self._held_back.add(queue)
-        else:
-            self._held_back.discard(queue)
-        jobs = [job_from_row(r) for r in rows]
-        jobs.sort(key=lambda j: (j.priority, j.run_at, j.id))
-        return jobs
-
-    def job_complete_many(self, completions: Sequence[Completion], conn: Any = None) -> set[int]:
-        if not completions:
-            return set()
-        batch = json.dumps(
-            [
-                {
-                    "id": c.job_id,
-                    "token": c.lease_token,
-                    "state": str(c.state),
-                    "delay": c.delay,
-                    "result": c.result_json,
-                    "entry": c.entry_json,
-                    "refund": 1 if c.refund_attempt else 0,
-                }
-                for c in completions
-            ]
-        )
-        with self._write(conn) as db:
-            rows = db.execute(_Q["job_complete_many"], {"batch": batch}).fetchall()
-        return {r[0] for r in rows}
-
-    def job_claim(self, job_id: int, worker: str, lease_seconds: float) -> Job | None:
-        params = {"id": job_id, "worker": worker, "lease": lease_seconds}
-        with self._write() as db:
-            row = db.execute(_Q["job_claim"], params).fetchone()
-        return None if row is None else job_from_row(row)
-
-    def job_lease_renew(
-        self, leases: Sequence[tuple[int, str]], lease_seconds: float
-    ) -> list[LeaseRenewal]:
-        if not leases:
-            return []
-        params = {"leases": json.dumps(list(leases)), "lease": lease_seconds}
-        with self._write() as db:
-            rows = db.execute(_Q["job_lease_renew"], params).fetchall()
-        return [LeaseRenewal(r[0], r[1], bool(r[2])) for r in rows]
-
-    def job_rescue_expired(self, limit: int) -> RescueReport:
-        with self._write() as db:
-            rows = db.execute(_Q["job_rescue_expired"], {"limit": limit}).fetchall()
-        states = [r[1] for r in rows]
-        return RescueReport(
-            rescued=states.count("available"),
-            discarded=states.count("discarded"),
-            cancelled=states.count("cancelled"),
-        )
-
-    def job_stage_due(self, limit: int, horizon: float = 0.0) -> int:
-        with self._write() as db:
-            params = {"limit": limit, "horizon": horizon}
-            return len(db.execute(_Q["job_stage_due"], params).fetchall())
 
     # --- leadership and queues ------------------------------------------------------------
 
@@ -324,10 +123,6 @@ class DataVersionNotifier:
             await asyncio.get_running_loop().create_future()  # until cancelled
         finally:
             stop.set()
-
-
-def _states(states: tuple[str, ...] | None) -> str | None:
-    return None if states is None else ",".join(states)
 
 
 def _statements(sql: str) -> list[str]:

@@ -104,6 +104,8 @@ WHERE batch_id = %(batch_id)s AND idx = %(idx)s
 
 -- name: batch_jobs_cancel
 -- Cancel waiting jobs now; ask running ones to stop (the same as job_cancel, for many).
+-- moves: scheduled, available, retryable -> cancelled
+-- moves: running -> running
 UPDATE rota_jobs
 SET state = CASE WHEN state = 'running' THEN 'running' ELSE 'cancelled' END,
     cancel_requested = (state = 'running'),

@@ -46,6 +46,7 @@ FROM taken GROUP BY task ORDER BY task
 -- Put the oldest `limit` dead letters of a selection back in their queues, paced: job k
 -- (from 0, in id order, so partition order holds) becomes due k / rate seconds from now.
 -- Locked rows are skipped, so two replays racing never take the same dead letter.
+-- moves: discarded -> available, scheduled
 WITH picked AS (
     SELECT id, row_number() OVER (ORDER BY id) - 1 AS rank FROM (
         SELECT id FROM rota_jobs
@@ -89,6 +90,7 @@ FROM moved ORDER BY id
 -- name: dead_letter_dismiss
 -- Give up on dead letters: they become cancelled (no longer blocking their partition key),
 -- with who and why kept in their metadata.
+-- moves: discarded -> cancelled
 UPDATE rota_jobs
 SET state = 'cancelled',
     finished_at = now(),

@@ -1,13 +1,20 @@
 -- name: job_insert_many
--- Insert many jobs in one statement; ids are drawn first so results map back to input order.
+-- Insert many jobs in one statement (one array per column, `j_*`); ids are drawn in input
+-- order, so the rows returned map back to the input by id. A queue that receives a job with
+-- a per-job gate (partition key, start deadline, required labels) is marked `gated`, in the
+-- same transaction, so no plain claim can pass the gate; each queue with a new available
+-- job is notified once.
 WITH input AS (
     SELECT nextval(pg_get_serial_sequence('rota_jobs', 'id')) AS id, t.*
-    FROM unnest(%(tasks)b::text[], %(queues)b::text[], %(args)b::jsonb[], %(priorities)b::smallint[],
-                %(max_attempts)b::int[], %(keys)b::text[], %(ats)b::timestamptz[], %(delays)b::float8[],
-                %(metas)b::jsonb[], %(partition_keys)b::text[], %(expires)b::timestamptz[],
-                %(requires)b::text[], %(tenants)b::text[])
-         WITH ORDINALITY AS t(task, queue, args, priority, max_attempts, key, at, delay, meta,
-                              partition_key, expires_at, requires, tenant, ord)
+    FROM (SELECT * FROM unnest(%(j_task)b::text[], %(j_queue)b::text[], %(j_args)b::jsonb[],
+                               %(j_priority)b::smallint[], %(j_max_attempts)b::int[],
+                               %(j_key)b::text[], %(j_at)b::timestamptz[], %(j_delay)b::float8[],
+                               %(j_meta)b::jsonb[], %(j_partition_key)b::text[],
+                               %(j_expires_at)b::timestamptz[], %(j_requires)b::text[],
+                               %(j_tenant)b::text[])
+               WITH ORDINALITY AS t(task, queue, args, priority, max_attempts, key, at, delay,
+                                    meta, partition_key, expires_at, requires, tenant, ord)
+          ORDER BY ord) AS t
 ),
 timed AS (
     SELECT input.*, COALESCE(at, now() + make_interval(secs => COALESCE(delay, 0))) AS run_at
@@ -22,52 +29,160 @@ ins AS (
     FROM timed ORDER BY ord
     ON CONFLICT (task, key) WHERE key IS NOT NULL AND key_active DO NOTHING
     RETURNING *
+),
+gate AS (
+    INSERT INTO rota_queues (name, paused, gated, updated_at)
+    SELECT DISTINCT queue, false, true, now() FROM timed AS t
+    WHERE (t.partition_key IS NOT NULL OR t.expires_at IS NOT NULL OR t.requires IS NOT NULL)
+      AND NOT EXISTS (SELECT 1 FROM rota_queues AS q WHERE q.name = t.queue AND q.gated)
+    ON CONFLICT (name) DO UPDATE SET gated = true, updated_at = now()
+),
+notified AS (
+    SELECT count(pg_notify('rota_jobs', queue)) AS n
+    FROM (SELECT DISTINCT queue FROM ins WHERE state = 'available') AS q
 )
-SELECT timed.ord,
-       CASE WHEN ins.state = 'available' THEN pg_notify('rota_jobs', ins.queue) END AS notified,
-       ins.*
-FROM timed JOIN ins ON ins.id = timed.id
+SELECT ins.*, (SELECT n FROM notified) AS notified FROM ins
 
 -- name: job_get_by_keys
 -- The jobs holding the active (task, key) pairs whose insert met a conflict.
 SELECT j.* FROM rota_jobs j
-JOIN unnest(%(tasks)b::text[], %(keys)b::text[]) AS k(task, key)
+JOIN unnest(%(k_task)b::text[], %(k_key)b::text[]) AS k(task, key)
   ON j.task = k.task AND j.key = k.key AND j.key_active
 
 -- name: job_release_keys
 -- Release keys whose window has passed or whose job left the states the key guards.
 UPDATE rota_jobs AS j SET key_active = false
-FROM unnest(%(tasks)b::text[], %(keys)b::text[], %(ttls)b::float8[], %(states)b::text[])
+FROM unnest(%(k_task)b::text[], %(k_key)b::text[], %(k_ttl)b::float8[], %(k_states)b::text[])
      AS k(task, key, ttl, states)
 WHERE j.task = k.task AND j.key = k.key AND j.key_active
   AND ((k.ttl IS NOT NULL AND j.created_at <= now() - make_interval(secs => k.ttl))
        OR (k.states IS NOT NULL AND NOT (j.state = ANY (string_to_array(k.states, ',')))))
 RETURNING j.task, j.key
 
--- name: job_checkpoint
--- Store a running job's progress, fenced by its lease token.
-UPDATE rota_jobs SET checkpoint = %(value)s::jsonb
-WHERE id = %(id)s AND lease_token = %(token)s::uuid AND state = 'running'
-RETURNING id
+-- name: job_claim_plain
+-- One round trip of a worker on a plain queue: write the attempts that ended (`c_*`, each
+-- fenced by its lease token, rows locked in id order) and claim up to `limit` jobs, each with
+-- a fresh lease token. Rows: kind 'done' (a completion accepted), 'job' (a job claimed) and,
+-- when the queue is paused or no longer plain, one 'queue' row with how it is claimed now.
+-- moves: available -> running
+-- moves: running -> completed, retryable, available, scheduled, discarded, cancelled
+WITH cfg AS MATERIALIZED (
+    SELECT paused,
+           CASE WHEN fair THEN 'fair'
+                WHEN global_limit IS NOT NULL OR rate_limit IS NOT NULL THEN 'limited'
+                WHEN gated THEN 'gated' ELSE 'plain' END AS mode
+    FROM rota_queues WHERE name = %(queue)s
+),
+c AS (
+    SELECT * FROM unnest(%(c_id)b::bigint[], %(c_token)b::uuid[], %(c_state)b::text[],
+                         %(c_delay)b::float8[], %(c_result)b::jsonb[], %(c_entry)b::jsonb[],
+                         %(c_refund)b::bool[])
+                  AS c(id, token, state, delay, result, entry, refund)
+),
+locked AS (
+    SELECT id FROM rota_jobs WHERE id = ANY (%(c_id)b::bigint[]) ORDER BY id FOR UPDATE
+),
+done AS (
+    UPDATE rota_jobs AS j
+    SET state = c.state,
+        run_at = CASE WHEN c.delay IS NULL THEN j.run_at
+                      ELSE now() + make_interval(secs => c.delay) END,
+        finished_at = CASE WHEN c.state IN ('completed', 'discarded', 'cancelled') THEN now() END,
+        result = c.result,
+        max_attempts = j.max_attempts + CASE WHEN c.refund THEN 1 ELSE 0 END,
+        history = j.history || jsonb_build_array(c.entry || jsonb_build_object(
+            'attempt', j.attempt, 'worker', j.worker,
+            'started_at', j.attempted_at, 'finished_at', now())),
+        lease_token = NULL,
+        lease_expires_at = NULL
+    FROM c JOIN locked USING (id)
+    -- The lease token alone fences (it is set exactly while the job runs): no state
+    -- predicate, so the plan is driven from the primary key, never the running jobs.
+    WHERE j.id = c.id AND j.lease_token = c.token
+    RETURNING j.id
+),
+picked AS (
+    SELECT id FROM rota_jobs
+    WHERE state = 'available' AND queue = %(queue)s
+      AND NOT EXISTS (SELECT 1 FROM cfg WHERE paused OR mode <> 'plain')
+    ORDER BY priority, run_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+claimed AS (
+    UPDATE rota_jobs AS j
+    SET state = 'running',
+        attempt = j.attempt + 1,
+        attempted_at = now(),
+        worker = %(worker)s,
+        lease_token = gen_random_uuid(),
+        lease_expires_at = now() + make_interval(secs => %(lease)s)
+    FROM picked
+    WHERE j.id = picked.id
+    RETURNING j.id, j.task, j.queue, j.args, j.priority, j.attempt, j.max_attempts, j.run_at,
+              j.created_at, j.key, j.lease_token, j.lease_expires_at, j.meta, j.checkpoint,
+              j.partition_key, j.expires_at, j.requires, j.tenant, j.attempted_at, j.worker
+)
+SELECT 'done' AS kind, id, NULL::text AS task, NULL::text AS queue, NULL::jsonb AS args,
+       NULL::smallint AS priority, NULL::int AS attempt, NULL::int AS max_attempts,
+       NULL::timestamptz AS run_at, NULL::timestamptz AS created_at, NULL::text AS key,
+       NULL::uuid AS lease_token, NULL::timestamptz AS lease_expires_at, NULL::jsonb AS meta,
+       NULL::jsonb AS checkpoint, NULL::text AS partition_key,
+       NULL::timestamptz AS expires_at, NULL::text[] AS requires, NULL::text AS tenant,
+       NULL::timestamptz AS attempted_at, NULL::text AS worker,
+       NULL::text AS mode, NULL::bool AS paused, NULL::bool AS waiting
+FROM done
+UNION ALL
+SELECT 'job', claimed.*, NULL, NULL, NULL FROM claimed
+UNION ALL
+SELECT 'queue', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, mode, paused, NULL
+FROM cfg WHERE paused OR mode <> 'plain'
 
--- name: job_peek_available
--- Whether a queue has a job this worker could run (kept for parity; the claim is cheap here).
-SELECT EXISTS (SELECT 1 FROM rota_jobs WHERE state = 'available' AND queue = %(queue)s
-               AND (requires IS NULL OR requires <@ COALESCE(%(caps)s::text[], requires)))
-
--- name: job_fetch_available
--- Claim up to `limit` runnable jobs of an unlimited queue, each with a fresh lease token.
--- A paused, limited or fair queue yields nothing here (those go through the locked path);
--- a job past its expires_at is left for the expiry sweep; a job with a partition key runs
--- only when no earlier job of its key is waiting, running or dead (the partition gate);
--- a job with requirements only by a worker whose capabilities (`caps`) include them all
--- (NULL caps: no routing filter, as rota.testing.drain claims).
-WITH picked AS (
+-- name: job_claim_gated
+-- Like job_claim_plain, for a queue whose jobs may carry per-job gates: a job past its
+-- expires_at is left for the expiry sweep; a job with a partition key runs only when no
+-- earlier job of its key is waiting, running or dead; a job with required labels only by a
+-- worker whose capabilities (`caps`) include them all (NULL caps: no routing filter).
+-- moves: available -> running
+-- moves: running -> completed, retryable, available, scheduled, discarded, cancelled
+WITH cfg AS MATERIALIZED (
+    SELECT paused,
+           CASE WHEN fair THEN 'fair'
+                WHEN global_limit IS NOT NULL OR rate_limit IS NOT NULL THEN 'limited'
+                WHEN gated THEN 'gated' ELSE 'plain' END AS mode
+    FROM rota_queues WHERE name = %(queue)s
+),
+c AS (
+    SELECT * FROM unnest(%(c_id)b::bigint[], %(c_token)b::uuid[], %(c_state)b::text[],
+                         %(c_delay)b::float8[], %(c_result)b::jsonb[], %(c_entry)b::jsonb[],
+                         %(c_refund)b::bool[])
+                  AS c(id, token, state, delay, result, entry, refund)
+),
+locked AS (
+    SELECT id FROM rota_jobs WHERE id = ANY (%(c_id)b::bigint[]) ORDER BY id FOR UPDATE
+),
+done AS (
+    UPDATE rota_jobs AS j
+    SET state = c.state,
+        run_at = CASE WHEN c.delay IS NULL THEN j.run_at
+                      ELSE now() + make_interval(secs => c.delay) END,
+        finished_at = CASE WHEN c.state IN ('completed', 'discarded', 'cancelled') THEN now() END,
+        result = c.result,
+        max_attempts = j.max_attempts + CASE WHEN c.refund THEN 1 ELSE 0 END,
+        history = j.history || jsonb_build_array(c.entry || jsonb_build_object(
+            'attempt', j.attempt, 'worker', j.worker,
+            'started_at', j.attempted_at, 'finished_at', now())),
+        lease_token = NULL,
+        lease_expires_at = NULL
+    FROM c JOIN locked USING (id)
+    WHERE j.id = c.id AND j.lease_token = c.token
+    RETURNING j.id
+),
+picked AS (
     SELECT id FROM rota_jobs AS j
     WHERE state = 'available' AND queue = %(queue)s
-      AND NOT EXISTS (SELECT 1 FROM rota_queues q WHERE q.name = %(queue)s
-                      AND (q.paused OR q.global_limit IS NOT NULL OR q.rate_limit IS NOT NULL
-                           OR q.fair))
+      AND NOT EXISTS (SELECT 1 FROM cfg WHERE paused OR mode <> 'gated')
       AND (j.expires_at IS NULL OR j.expires_at > now())
       AND (j.requires IS NULL OR j.requires <@ COALESCE(%(caps)s::text[], j.requires))
       AND (j.partition_key IS NULL OR NOT EXISTS (
@@ -77,25 +192,50 @@ WITH picked AS (
     ORDER BY priority, run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
+),
+claimed AS (
+    UPDATE rota_jobs AS j
+    SET state = 'running',
+        attempt = j.attempt + 1,
+        attempted_at = now(),
+        worker = %(worker)s,
+        lease_token = gen_random_uuid(),
+        lease_expires_at = now() + make_interval(secs => %(lease)s)
+    FROM picked
+    WHERE j.id = picked.id
+    RETURNING j.id, j.task, j.queue, j.args, j.priority, j.attempt, j.max_attempts, j.run_at,
+              j.created_at, j.key, j.lease_token, j.lease_expires_at, j.meta, j.checkpoint,
+              j.partition_key, j.expires_at, j.requires, j.tenant, j.attempted_at, j.worker
 )
-UPDATE rota_jobs AS j
-SET state = 'running',
-    attempt = j.attempt + 1,
-    attempted_at = now(),
-    worker = %(worker)s,
-    lease_token = gen_random_uuid(),
-    lease_expires_at = now() + make_interval(secs => %(lease)s)
-FROM picked
-WHERE j.id = picked.id
-RETURNING j.*
+SELECT 'done' AS kind, id, NULL::text AS task, NULL::text AS queue, NULL::jsonb AS args,
+       NULL::smallint AS priority, NULL::int AS attempt, NULL::int AS max_attempts,
+       NULL::timestamptz AS run_at, NULL::timestamptz AS created_at, NULL::text AS key,
+       NULL::uuid AS lease_token, NULL::timestamptz AS lease_expires_at, NULL::jsonb AS meta,
+       NULL::jsonb AS checkpoint, NULL::text AS partition_key,
+       NULL::timestamptz AS expires_at, NULL::text[] AS requires, NULL::text AS tenant,
+       NULL::timestamptz AS attempted_at, NULL::text AS worker,
+       NULL::text AS mode, NULL::bool AS paused, NULL::bool AS waiting
+FROM done
+UNION ALL
+SELECT 'job', claimed.*, NULL, NULL, NULL FROM claimed
+UNION ALL
+SELECT 'queue', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, mode, paused, NULL
+FROM cfg WHERE paused OR mode <> 'gated'
 
--- name: job_fetch_limited
--- Claim from a queue with a global concurrency or rate limit. Runs in a transaction after
--- queue_lock, so this statement's snapshot sees every claim committed before the lock:
--- the room left (limit - running, rate - starts in the window) holds across workers.
+-- name: job_claim_limited
+-- Claim from a queue with a global concurrency or rate limit, in one transaction: write
+-- the attempts that ended, take the queue row's lock (the claims of that queue take turns),
+-- then claim up to the room left (limit - running, rate - starts in the window; the
+-- statement runs after the lock, so its snapshot sees every claim committed before),
+-- log the starts for the rate window, and say whether jobs are still waiting.
+-- moves: available -> running
+-- include: job_complete_many
+SELECT 'lock' AS kind FROM rota_queues WHERE name = %(queue)s FOR UPDATE;
 WITH cfg AS (
     SELECT global_limit, rate_limit, rate_period FROM rota_queues
-    WHERE name = %(queue)s AND NOT paused
+    WHERE name = %(queue)s AND NOT paused AND NOT fair
+      AND (global_limit IS NOT NULL OR rate_limit IS NOT NULL)
 ),
 room AS (
     SELECT LEAST(
@@ -135,7 +275,9 @@ claimed AS (
         lease_expires_at = statement_timestamp() + make_interval(secs => %(lease)s)
     FROM picked
     WHERE j.id = picked.id
-    RETURNING j.*
+    RETURNING j.id, j.task, j.queue, j.args, j.priority, j.attempt, j.max_attempts, j.run_at,
+              j.created_at, j.key, j.lease_token, j.lease_expires_at, j.meta, j.checkpoint,
+              j.partition_key, j.expires_at, j.requires, j.tenant, j.attempted_at, j.worker
 ),
 logged AS (
     INSERT INTO rota_queue_starts (queue, started_at, n)
@@ -147,44 +289,22 @@ forgotten AS (
     WHERE s.queue = %(queue)s
       AND s.started_at < statement_timestamp() - make_interval(secs => COALESCE(cfg.rate_period, 0))
 )
-SELECT * FROM claimed
-
--- name: job_expire_due
--- Dead-letter waiting jobs whose start deadline passed (reason `expired`).
-WITH due AS (
-    SELECT id FROM rota_jobs
-    WHERE expires_at <= now() AND state IN ('scheduled', 'available', 'retryable')
-    ORDER BY expires_at
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-)
-UPDATE rota_jobs AS j
-SET state = 'discarded',
-    finished_at = now(),
-    history = j.history || jsonb_build_array(jsonb_build_object(
-        'attempt', j.attempt, 'worker', NULL, 'started_at', NULL, 'finished_at', now(),
-        'outcome', 'discarded', 'error_type', 'Expired', 'reason', 'expired',
-        'message', 'expired: not started before ' || j.expires_at::text))
-FROM due
-WHERE j.id = due.id
-RETURNING j.id
-
--- name: job_claim
--- Claim one given job if it is runnable: available, or waiting and due (rota.testing.inline
--- runs the job it enqueued; `rota run` claims its own job again after each backoff).
-UPDATE rota_jobs
-SET state = 'running',
-    attempt = attempt + 1,
-    attempted_at = now(),
-    worker = %(worker)s,
-    lease_token = gen_random_uuid(),
-    lease_expires_at = now() + make_interval(secs => %(lease)s)
-WHERE id = %(id)s
-  AND (state = 'available' OR (state IN ('scheduled', 'retryable') AND run_at <= now()))
-RETURNING *
+SELECT 'job' AS kind, claimed.* FROM claimed;
+-- include: queue_claim_status
 
 -- name: job_complete_many
--- Write attempt outcomes, each fenced by its lease token; returns the ids accepted.
+-- Write attempt outcomes (`c_*`), each fenced by its lease token, rows locked in id order;
+-- returns the ids accepted.
+-- moves: running -> completed, retryable, available, scheduled, discarded, cancelled
+WITH c AS (
+    SELECT * FROM unnest(%(c_id)b::bigint[], %(c_token)b::uuid[], %(c_state)b::text[],
+                         %(c_delay)b::float8[], %(c_result)b::jsonb[], %(c_entry)b::jsonb[],
+                         %(c_refund)b::bool[])
+                  AS c(id, token, state, delay, result, entry, refund)
+),
+locked AS (
+    SELECT id FROM rota_jobs WHERE id = ANY (%(c_id)b::bigint[]) ORDER BY id FOR UPDATE
+)
 UPDATE rota_jobs AS j
 SET state = c.state,
     run_at = CASE WHEN c.delay IS NULL THEN j.run_at
@@ -197,26 +317,53 @@ SET state = c.state,
         'started_at', j.attempted_at, 'finished_at', now())),
     lease_token = NULL,
     lease_expires_at = NULL
-FROM unnest(%(ids)b::bigint[], %(tokens)b::uuid[], %(states)b::text[], %(delays)b::float8[],
-            %(results)b::jsonb[], %(entries)b::jsonb[], %(refunds)b::bool[])
-     AS c(id, token, state, delay, result, entry, refund)
-WHERE j.id = c.id AND j.lease_token = c.token AND j.state = 'running'
-RETURNING j.id, j.state, j.queue
+FROM c JOIN locked USING (id)
+WHERE j.id = c.id AND j.lease_token = c.token
+RETURNING 'done' AS kind, j.id, j.state, j.queue
 
 -- name: job_lease_renew
--- Extend the leases a worker still holds; a missing row means the lease was lost.
+-- Extend the leases a worker still holds (rows locked in id order, found by primary key);
+-- a missing row means the lease was lost.
+WITH c AS (
+    SELECT * FROM unnest(%(c_id)b::bigint[], %(c_token)b::uuid[]) AS c(id, token)
+),
+locked AS (
+    SELECT id FROM rota_jobs WHERE id = ANY (%(c_id)b::bigint[]) ORDER BY id FOR UPDATE
+)
 UPDATE rota_jobs AS j
 SET lease_expires_at = now() + make_interval(secs => %(lease)s)
-FROM unnest(%(ids)b::bigint[], %(tokens)b::uuid[]) AS c(id, token)
-WHERE j.id = c.id AND j.lease_token = c.token AND j.state = 'running'
+FROM c JOIN locked USING (id)
+WHERE j.id = c.id AND j.lease_token = c.token
 RETURNING j.id, j.lease_token::text, j.cancel_requested
+
+-- name: job_checkpoint
+-- Store a running job's progress, fenced by its lease token.
+UPDATE rota_jobs SET checkpoint = %(value)s::jsonb
+WHERE id = %(id)s AND lease_token = %(token)s::uuid
+RETURNING id
+
+-- name: job_claim
+-- Claim one given job if it is runnable: available, or waiting and due (rota.testing.inline
+-- runs the job it enqueued; `rota run` claims its own job again after each backoff).
+-- moves: available, scheduled, retryable -> running
+UPDATE rota_jobs
+SET state = 'running',
+    attempt = attempt + 1,
+    attempted_at = now(),
+    worker = %(worker)s,
+    lease_token = gen_random_uuid(),
+    lease_expires_at = now() + make_interval(secs => %(lease)s)
+WHERE id = %(id)s
+  AND (state = 'available' OR (state IN ('scheduled', 'retryable') AND run_at <= now()))
+RETURNING *
 
 -- name: job_rescue_expired
 -- Return jobs whose lease expired to the queue (or dead-letter them when out of attempts).
+-- moves: running -> available, discarded, cancelled
 WITH expired AS (
     SELECT id FROM rota_jobs
     WHERE state = 'running' AND lease_expires_at < now()
-    ORDER BY lease_expires_at
+    ORDER BY id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 )
@@ -239,6 +386,7 @@ RETURNING j.id, j.state, CASE WHEN j.state = 'available' THEN pg_notify('rota_jo
 
 -- name: job_stage_due
 -- Make scheduled and retryable jobs due within `horizon` seconds (0: now) available; wake workers.
+-- moves: scheduled, retryable -> available
 WITH due AS (
     SELECT id FROM rota_jobs
     WHERE state IN ('scheduled', 'retryable')
@@ -269,6 +417,8 @@ LIMIT %(limit)s
 
 -- name: job_cancel
 -- Cancel a waiting job now, or ask a running one to stop.
+-- moves: scheduled, available, retryable -> cancelled
+-- moves: running -> running
 UPDATE rota_jobs
 SET state = CASE WHEN state = 'running' THEN 'running' ELSE 'cancelled' END,
     cancel_requested = (state = 'running'),
@@ -278,6 +428,7 @@ RETURNING *, pg_notify('rota_control', 'cancel:' || id)
 
 -- name: job_retry
 -- Put a finished or waiting job back in the queue now, with one more attempt if needed.
+-- moves: scheduled, retryable, completed, discarded, cancelled -> available
 UPDATE rota_jobs
 SET state = 'available',
     run_at = now(),
@@ -288,9 +439,8 @@ WHERE id = %(id)s AND state IN ('scheduled', 'retryable', 'completed', 'discarde
 RETURNING *, pg_notify('rota_jobs', queue)
 
 -- name: job_prune_finished
--- Delete one small batch of finished jobs of one state past its retention. The IN list
--- matches rota_jobs_finished_idx's predicate, so the batch is read from that index; SKIP
--- LOCKED and the small batch keep the delete from holding up the claim.
+-- Delete one batch of finished jobs of one state past its retention, oldest first, read
+-- from rota_jobs_finished_state_idx (state, finished_at); SKIP LOCKED keeps it off running work.
 WITH old AS (
     SELECT id FROM rota_jobs
     WHERE state IN ('completed', 'discarded', 'cancelled') AND state = %(state)s
@@ -300,3 +450,35 @@ WITH old AS (
     FOR UPDATE SKIP LOCKED
 )
 DELETE FROM rota_jobs j USING old WHERE j.id = old.id
+
+-- name: queue_claim_status
+-- How a queue is claimed now (its mode: fair, limited, gated or plain), whether it is
+-- paused, and whether jobs are waiting in it (after this transaction's claim).
+SELECT 'queue' AS kind,
+       CASE WHEN fair THEN 'fair'
+            WHEN global_limit IS NOT NULL OR rate_limit IS NOT NULL THEN 'limited'
+            WHEN gated THEN 'gated' ELSE 'plain' END AS mode,
+       paused,
+       EXISTS (SELECT 1 FROM rota_jobs WHERE state = 'available' AND queue = %(queue)s) AS waiting
+FROM rota_queues WHERE name = %(queue)s
+-- name: job_expire_due
+-- Dead-letter waiting jobs whose start deadline passed (reason `expired`).
+-- moves: scheduled, available, retryable -> discarded
+WITH due AS (
+    SELECT id FROM rota_jobs
+    WHERE expires_at <= now() AND state IN ('scheduled', 'available', 'retryable')
+    ORDER BY expires_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE rota_jobs AS j
+SET state = 'discarded',
+    finished_at = now(),
+    history = j.history || jsonb_build_array(jsonb_build_object(
+        'attempt', j.attempt, 'worker', NULL, 'started_at', NULL, 'finished_at', now(),
+        'outcome', 'discarded', 'error_type', 'Expired', 'reason', 'expired',
+        'message', 'expired: not started before ' || j.expires_at::text))
+FROM due
+WHERE j.id = due.id
+RETURNING j.id
+

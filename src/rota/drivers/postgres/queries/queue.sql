@@ -39,11 +39,6 @@ SELECT rota_keda_backlog(%(queue)s)
 -- KEDA's query for a queue's runnable plus running jobs (the default signal).
 SELECT rota_keda_backlog(%(queue)s) + rota_keda_running(%(queue)s)
 
--- name: queue_lock
--- Take a limited queue's row lock for one claim (the claims of that queue take turns).
-SELECT paused, global_limit, rate_limit, rate_period, fair FROM rota_queues
-WHERE name = %(queue)s FOR UPDATE
-
 -- name: queue_controls_list
 -- Stored controls of one queue (or all when name is NULL).
 SELECT name, paused, global_limit, rate_limit, rate_period, updated_at FROM rota_queues
@@ -64,15 +59,6 @@ ON CONFLICT (name) DO UPDATE SET
     updated_at = now()
 RETURNING name, paused, global_limit, rate_limit, rate_period, updated_at,
           pg_notify('rota_jobs', name) AS notified
-
--- name: queue_start_record
--- Log one claim's starts for the rate limit's sliding window.
-INSERT INTO rota_queue_starts (queue, started_at, n) VALUES (%(queue)s, now(), %(n)s)
-
--- name: queue_starts_prune
--- Forget starts older than the queue's rate period.
-DELETE FROM rota_queue_starts
-WHERE queue = %(queue)s AND started_at < now() - make_interval(secs => %(period)s)
 
 -- name: queue_partitions
 -- Partition keys held up by a dead letter: the dead job (the oldest, if several) and how

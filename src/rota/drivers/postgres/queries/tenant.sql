@@ -1,12 +1,17 @@
--- name: job_fetch_fair
--- Claim from a fair queue (after queue_lock, like job_fetch_limited, whose room it shares):
+-- name: job_claim_fair
+-- Claim from a fair queue (its limits apply as in job_claim_limited, whose room it shares):
 -- each tenant with waiting jobs offers its first jobs (priority, run_at, id) up to its cap
 -- (max_running - running); jobs without a tenant form one more group. The k-th job of a
 -- group that has r jobs running ranks r + k, so a claim tops up the tenants with the
 -- fewest running jobs first and a burst of one tenant cannot starve the others.
+-- In one transaction, like job_claim_limited: the attempts that ended, the queue's lock,
+-- the claim, and whether jobs are still waiting.
+-- moves: available -> running
+-- include: job_complete_many
+SELECT 'lock' AS kind FROM rota_queues WHERE name = %(queue)s FOR UPDATE;
 WITH cfg AS (
     SELECT global_limit, rate_limit, rate_period FROM rota_queues
-    WHERE name = %(queue)s AND NOT paused
+    WHERE name = %(queue)s AND NOT paused AND fair
 ),
 room AS (
     SELECT LEAST(
@@ -105,7 +110,9 @@ claimed AS (
         lease_expires_at = statement_timestamp() + make_interval(secs => %(lease)s)
     FROM picked
     WHERE j.id = picked.id
-    RETURNING j.*
+    RETURNING j.id, j.task, j.queue, j.args, j.priority, j.attempt, j.max_attempts, j.run_at,
+              j.created_at, j.key, j.lease_token, j.lease_expires_at, j.meta, j.checkpoint,
+              j.partition_key, j.expires_at, j.requires, j.tenant, j.attempted_at, j.worker
 ),
 logged AS (
     INSERT INTO rota_queue_starts (queue, started_at, n)
@@ -117,12 +124,8 @@ forgotten AS (
     WHERE s.queue = %(queue)s
       AND s.started_at < statement_timestamp() - make_interval(secs => COALESCE(cfg.rate_period, 0))
 )
-SELECT * FROM claimed
-
--- name: queue_claim_path
--- Whether claims of a queue must take the locked path (a limit, or fair by tenant).
-SELECT EXISTS (SELECT 1 FROM rota_queues WHERE name = %(queue)s
-               AND (global_limit IS NOT NULL OR rate_limit IS NOT NULL OR fair))
+SELECT 'job' AS kind, claimed.* FROM claimed;
+-- include: queue_claim_status
 
 -- name: queue_set_fair
 -- Turn tenant-fair claiming of a queue on or off; workers see it on their next claim.

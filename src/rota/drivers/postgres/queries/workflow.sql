@@ -99,6 +99,8 @@ ORDER BY e.workflow_id, e.step, e.idx
 
 -- name: workflow_job_cancel
 -- Cancel a step's waiting job now, or ask a running one to stop (as job_cancel does).
+-- moves: scheduled, available, retryable -> cancelled
+-- moves: running -> running
 UPDATE rota_jobs
 SET state = CASE WHEN state = 'running' THEN 'running' ELSE 'cancelled' END,
     cancel_requested = (state = 'running'),
@@ -108,6 +110,7 @@ RETURNING id, pg_notify('rota_control', 'cancel:' || id)
 
 -- name: workflow_job_retry
 -- Run a failed step job again now, with `budget` more attempts.
+-- moves: discarded, cancelled -> available
 UPDATE rota_jobs
 SET state = 'available',
     run_at = now(),

@@ -45,6 +45,7 @@ FROM taken GROUP BY task ORDER BY task
 -- name: dead_letter_replay
 -- Put the oldest `limit` dead letters of a selection back in their queues, paced: job k
 -- (from 0, in id order, so partition order holds) becomes due k / rate seconds from now.
+-- moves: discarded -> available, scheduled
 UPDATE rota_jobs
 SET state = CASE WHEN :rate IS NULL OR picked.rank = 0 THEN 'available' ELSE 'scheduled' END,
     run_at = (julianday('now') - 2440587.5) * 86400.0 + COALESCE(picked.rank / :rate, 0),
@@ -79,6 +80,7 @@ RETURNING rota_jobs.id, rota_jobs.task, rota_jobs.queue, rota_jobs.state, NULL A
 -- name: dead_letter_dismiss
 -- Give up on dead letters: they become cancelled (no longer blocking their partition key),
 -- with who and why kept in their metadata.
+-- moves: discarded -> cancelled
 UPDATE rota_jobs
 SET state = 'cancelled',
     finished_at = (julianday('now') - 2440587.5) * 86400.0,

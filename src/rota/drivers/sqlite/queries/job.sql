@@ -1,49 +1,101 @@
 -- name: job_insert_many
--- Insert one job (called once per row inside one transaction: no round trips in SQLite).
+-- Insert many jobs (a JSON array `j` of objects) in one statement, in input order, so the
+-- rows returned map back to the input by id. A queue that receives a job with a per-job
+-- gate (partition key, start deadline, required labels) is marked `gated` in the same
+-- transaction, so no plain claim can pass the gate.
 INSERT INTO rota_jobs (task, queue, args, priority, max_attempts, key, run_at, created_at, meta,
                        partition_key, expires_at, requires, tenant, state)
-SELECT :task, :queue, :args, :priority, :max_attempts, :key, t.run_at, t.now, :meta,
-       :partition_key, :expires_at, :requires, :tenant,
-       CASE WHEN t.run_at > t.now THEN 'scheduled' ELSE 'available' END
-FROM (SELECT COALESCE(:at, n.now + COALESCE(:delay, 0)) AS run_at, n.now
-      FROM (SELECT (julianday('now') - 2440587.5) * 86400.0 AS now) AS n) AS t
+SELECT r.task, r.queue, r.args, r.priority, r.max_attempts, r.key, r.run_at, r.now, r.meta,
+       r.partition_key, r.expires_at,
+       -- Comma-joined labels (they have no commas or quotes) as a JSON array.
+       CASE WHEN r.requires IS NULL THEN NULL
+            ELSE '["' || replace(r.requires, ',', '","') || '"]' END,
+       r.tenant,
+       CASE WHEN r.run_at > r.now THEN 'scheduled' ELSE 'available' END
+FROM (SELECT e.key AS ord, n.now,
+             json_extract(e.value, '$.task') AS task, json_extract(e.value, '$.queue') AS queue,
+             json_extract(e.value, '$.args') AS args,
+             json_extract(e.value, '$.priority') AS priority,
+             json_extract(e.value, '$.max_attempts') AS max_attempts,
+             json_extract(e.value, '$.key') AS key,
+             COALESCE(json_extract(e.value, '$.at'),
+                      n.now + COALESCE(json_extract(e.value, '$.delay'), 0)) AS run_at,
+             json_extract(e.value, '$.meta') AS meta,
+             json_extract(e.value, '$.partition_key') AS partition_key,
+             json_extract(e.value, '$.expires_at') AS expires_at,
+             json_extract(e.value, '$.requires') AS requires,
+             json_extract(e.value, '$.tenant') AS tenant
+      FROM json_each(:j) AS e, (SELECT (julianday('now') - 2440587.5) * 86400.0 AS now) AS n) AS r
 WHERE true
+ORDER BY r.ord
 ON CONFLICT (task, key) WHERE key IS NOT NULL AND key_active DO NOTHING
-RETURNING *
+RETURNING *;
+INSERT INTO rota_queues (name, paused, gated, updated_at)
+SELECT DISTINCT json_extract(e.value, '$.queue'), 0, 1, (julianday('now') - 2440587.5) * 86400.0
+FROM json_each(:j) AS e
+WHERE (json_extract(e.value, '$.partition_key') IS NOT NULL
+       OR json_extract(e.value, '$.expires_at') IS NOT NULL
+       OR json_extract(e.value, '$.requires') IS NOT NULL)
+  AND NOT EXISTS (SELECT 1 FROM rota_queues AS q
+                  WHERE q.name = json_extract(e.value, '$.queue') AND q.gated)
+ON CONFLICT (name) DO UPDATE SET gated = 1, updated_at = excluded.updated_at
 
 -- name: job_get_by_keys
--- The job holding the active (task, key) pair whose insert met a conflict.
-SELECT * FROM rota_jobs WHERE task = :task AND key = :key AND key_active
+-- The jobs holding the active (task, key) pairs (a JSON array `k`) whose insert met a conflict.
+SELECT j.* FROM rota_jobs AS j
+JOIN (SELECT json_extract(value, '$.task') AS task, json_extract(value, '$.key') AS key
+      FROM json_each(:k)) AS k
+  ON j.task = k.task AND j.key = k.key AND j.key_active
 
 -- name: job_release_keys
--- Release a key whose window has passed or whose job left the states the key guards.
+-- Release keys whose window has passed or whose job left the states the key guards.
 UPDATE rota_jobs SET key_active = 0
-WHERE task = :task AND key = :key AND key_active
-  AND ((:ttl IS NOT NULL AND created_at <= (julianday('now') - 2440587.5) * 86400.0 - :ttl)
-       OR (:states IS NOT NULL AND instr(',' || :states || ',', ',' || state || ',') = 0))
-RETURNING task, key
+FROM (SELECT json_extract(value, '$.task') AS task, json_extract(value, '$.key') AS key,
+             json_extract(value, '$.ttl') AS ttl, json_extract(value, '$.states') AS states
+      FROM json_each(:k)) AS k
+WHERE rota_jobs.task = k.task AND rota_jobs.key = k.key AND rota_jobs.key_active
+  AND ((k.ttl IS NOT NULL AND rota_jobs.created_at <= (julianday('now') - 2440587.5) * 86400.0 - k.ttl)
+       OR (k.states IS NOT NULL
+           AND instr(',' || k.states || ',', ',' || rota_jobs.state || ',') = 0))
+RETURNING rota_jobs.task, rota_jobs.key
 
--- name: job_checkpoint
--- Store a running job's progress, fenced by its lease token.
-UPDATE rota_jobs SET checkpoint = :value
-WHERE id = :id AND lease_token = :token AND state = 'running'
-RETURNING id
+-- name: job_claim_plain
+-- One write transaction of a worker on a plain queue: write the attempts that ended, then
+-- claim up to `limit` jobs, each with a fresh lease token (nothing when the queue is paused
+-- or no longer plain), and say how the queue is claimed now. Rows: kind 'done', 'job',
+-- 'queue' (see the PostgreSQL statement).
+-- moves: available -> running
+-- moves: running -> completed, retryable, available, scheduled, discarded, cancelled
+-- include: job_complete_many
+UPDATE rota_jobs
+SET state = 'running',
+    attempt = attempt + 1,
+    attempted_at = (julianday('now') - 2440587.5) * 86400.0,
+    worker = :worker,
+    lease_token = lower(hex(randomblob(16))),
+    lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :lease
+WHERE id IN (
+    SELECT id FROM rota_jobs
+    WHERE state = 'available' AND queue = :queue
+      AND NOT EXISTS (SELECT 1 FROM rota_queues AS q WHERE q.name = :queue
+                      AND (q.paused OR q.gated OR q.fair OR q.global_limit IS NOT NULL
+                           OR q.rate_limit IS NOT NULL))
+    ORDER BY priority, run_at, id
+    LIMIT :limit
+)
+RETURNING 'job' AS kind, id, task, queue, args, priority, attempt, max_attempts, run_at,
+          created_at, key, lease_token, lease_expires_at, meta, checkpoint, partition_key,
+          expires_at, requires, tenant, attempted_at, worker;
+-- include: queue_claim_status
 
--- name: job_peek_available
--- Whether a queue has a job this worker could run: a WAL read that takes no lock, so idle polling
--- and wake-ups from other processes' commits do not contend for the write lock.
-SELECT EXISTS (SELECT 1 FROM rota_jobs AS j WHERE state = 'available' AND queue = :queue
-               AND (j.requires IS NULL OR :caps IS NULL OR NOT EXISTS (
-                   SELECT 1 FROM json_each(j.requires) AS r
-                   WHERE instr(:caps, ',' || r.value || ',') = 0)))
-
--- name: job_fetch_available
--- Claim up to `limit` runnable jobs of an unlimited queue, each with a fresh lease token.
--- A paused, limited or fair queue yields nothing here (those go through the locked path);
--- a job past its expires_at is left for the expiry sweep; a job with a partition key runs
--- only when no earlier job of its key is waiting, running or dead (the partition gate);
--- a job with requirements only by a worker whose capabilities include them all (`caps`
--- is ",gpu,mem:large,"; NULL: no routing filter, as rota.testing.drain claims).
+-- name: job_claim_gated
+-- Like job_claim_plain, for a queue whose jobs may carry per-job gates: a job past its
+-- expires_at is left for the expiry sweep; a job with a partition key runs only when no
+-- earlier job of its key is waiting, running or dead; a job with required labels only by a
+-- worker whose capabilities (`caps`, a JSON array) include them all (NULL: no filter).
+-- moves: available -> running
+-- moves: running -> completed, retryable, available, scheduled, discarded, cancelled
+-- include: job_complete_many
 UPDATE rota_jobs
 SET state = 'running',
     attempt = attempt + 1,
@@ -54,12 +106,13 @@ SET state = 'running',
 WHERE id IN (
     SELECT id FROM rota_jobs AS j
     WHERE state = 'available' AND queue = :queue
-      AND NOT EXISTS (SELECT 1 FROM rota_queues q WHERE q.name = :queue
-                      AND (q.paused OR q.global_limit IS NOT NULL OR q.rate_limit IS NOT NULL
-                           OR q.fair))
+      AND EXISTS (SELECT 1 FROM rota_queues AS q WHERE q.name = :queue
+                  AND q.gated AND NOT (q.paused OR q.fair OR q.global_limit IS NOT NULL
+                                        OR q.rate_limit IS NOT NULL))
       AND (j.expires_at IS NULL OR j.expires_at > (julianday('now') - 2440587.5) * 86400.0)
       AND (j.requires IS NULL OR :caps IS NULL OR NOT EXISTS (
-          SELECT 1 FROM json_each(j.requires) AS r WHERE instr(:caps, ',' || r.value || ',') = 0))
+          SELECT 1 FROM json_each(j.requires) AS r
+          WHERE r.value NOT IN (SELECT value FROM json_each(:caps))))
       AND (j.partition_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM rota_jobs AS b
           WHERE b.queue = j.queue AND b.partition_key = j.partition_key AND b.id < j.id
@@ -67,12 +120,18 @@ WHERE id IN (
     ORDER BY priority, run_at, id
     LIMIT :limit
 )
-RETURNING *
+RETURNING 'job' AS kind, id, task, queue, args, priority, attempt, max_attempts, run_at,
+          created_at, key, lease_token, lease_expires_at, meta, checkpoint, partition_key,
+          expires_at, requires, tenant, attempted_at, worker;
+-- include: queue_claim_status
 
--- name: job_fetch_limited
+-- name: job_claim_limited
 -- Claim from a queue with a global concurrency or rate limit. The write lock (BEGIN
 -- IMMEDIATE) serialises claims, so the room left (limit - running, rate - starts in the
--- window) holds across processes; the driver logs the starts with queue_start_record.
+-- window) holds across processes; the starts are logged for the rate window (changes():
+-- the rows the claim just took) and the window's old starts forgotten.
+-- moves: available -> running
+-- include: job_complete_many
 UPDATE rota_jobs
 SET state = 'running',
     attempt = attempt + 1,
@@ -85,7 +144,8 @@ WHERE id IN (
     WHERE state = 'available' AND queue = :queue
       AND (j.expires_at IS NULL OR j.expires_at > (julianday('now') - 2440587.5) * 86400.0)
       AND (j.requires IS NULL OR :caps IS NULL OR NOT EXISTS (
-          SELECT 1 FROM json_each(j.requires) AS r WHERE instr(:caps, ',' || r.value || ',') = 0))
+          SELECT 1 FROM json_each(j.requires) AS r
+          WHERE r.value NOT IN (SELECT value FROM json_each(:caps))))
       AND (j.partition_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM rota_jobs AS b
           WHERE b.queue = j.queue AND b.partition_key = j.partition_key AND b.id < j.id
@@ -98,36 +158,78 @@ WHERE id IN (
                                        WHERE state = 'running' AND queue = :queue), :limit),
             COALESCE(q.rate_limit - (SELECT COALESCE(sum(s.n), 0) FROM rota_queue_starts AS s
                                      WHERE s.queue = :queue
-                                       AND s.started_at > (julianday('now') - 2440587.5) * 86400.0
-                                                          - q.rate_period), :limit)))
-        FROM rota_queues AS q WHERE q.name = :queue AND NOT q.paused
+                                       AND s.started_at > (julianday('now') - 2440587.5) * 86400.0 - q.rate_period), :limit)))
+        FROM rota_queues AS q
+        WHERE q.name = :queue AND NOT q.paused AND NOT q.fair
+          AND (q.global_limit IS NOT NULL OR q.rate_limit IS NOT NULL)
     ), 0)
 )
-RETURNING *
+RETURNING 'job' AS kind, id, task, queue, args, priority, attempt, max_attempts, run_at,
+          created_at, key, lease_token, lease_expires_at, meta, checkpoint, partition_key,
+          expires_at, requires, tenant, attempted_at, worker;
+INSERT INTO rota_queue_starts (queue, started_at, n)
+SELECT :queue, (julianday('now') - 2440587.5) * 86400.0, changes()
+WHERE changes() > 0
+  AND EXISTS (SELECT 1 FROM rota_queues WHERE name = :queue AND rate_limit IS NOT NULL);
+DELETE FROM rota_queue_starts
+WHERE queue = :queue
+  AND started_at < (julianday('now') - 2440587.5) * 86400.0 - COALESCE((SELECT rate_period FROM rota_queues WHERE name = :queue), 0);
+-- include: queue_claim_status
 
--- name: job_expire_due
--- Dead-letter waiting jobs whose start deadline passed (reason `expired`).
+-- name: job_complete_many
+-- Write attempt outcomes (a JSON array `c` of objects), each fenced by its lease token (set
+-- exactly while the job runs, so no state predicate: the rows are found by primary key).
+-- moves: running -> completed, retryable, available, scheduled, discarded, cancelled
 UPDATE rota_jobs
-SET state = 'discarded',
-    finished_at = (julianday('now') - 2440587.5) * 86400.0,
-    history = json_insert(history, '$[#]', json_object(
-        'attempt', attempt, 'worker', NULL, 'started_at', NULL,
-        'finished_at', (julianday('now') - 2440587.5) * 86400.0,
-        'outcome', 'discarded', 'error_type', 'Expired', 'reason', 'expired',
-        'message', 'expired: not started before '
-                   || strftime('%Y-%m-%d %H:%M:%f+00:00', expires_at, 'unixepoch')))
-WHERE id IN (
-    SELECT id FROM rota_jobs
-    WHERE expires_at <= (julianday('now') - 2440587.5) * 86400.0
-      AND state IN ('scheduled', 'available', 'retryable')
-    ORDER BY expires_at
-    LIMIT :limit
-)
+SET state = c.state,
+    run_at = CASE WHEN c.delay IS NULL THEN rota_jobs.run_at ELSE (julianday('now') - 2440587.5) * 86400.0 + c.delay END,
+    finished_at = CASE WHEN c.state IN ('completed', 'discarded', 'cancelled') THEN (julianday('now') - 2440587.5) * 86400.0 END,
+    result = c.result,
+    max_attempts = rota_jobs.max_attempts + c.refund,
+    history = json_insert(rota_jobs.history, '$[#]', json_patch(c.entry, json_object(
+        'attempt', rota_jobs.attempt, 'worker', rota_jobs.worker,
+        'started_at', rota_jobs.attempted_at, 'finished_at', (julianday('now') - 2440587.5) * 86400.0))),
+    lease_token = NULL,
+    lease_expires_at = NULL
+FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.token') AS token,
+             json_extract(value, '$.state') AS state, json_extract(value, '$.delay') AS delay,
+             json_extract(value, '$.result') AS result, json_extract(value, '$.entry') AS entry,
+             json_extract(value, '$.refund') AS refund
+      FROM json_each(:c)) AS c
+WHERE rota_jobs.id = c.id AND rota_jobs.lease_token = c.token
+RETURNING 'done' AS kind, rota_jobs.id, rota_jobs.state, rota_jobs.queue
+
+-- name: job_lease_renew
+-- Extend the leases a worker still holds (found by primary key); a missing row means the
+-- lease was lost.
+UPDATE rota_jobs
+SET lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :lease
+FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.token') AS token
+      FROM json_each(:c)) AS c
+WHERE rota_jobs.id = c.id AND rota_jobs.lease_token = c.token
+RETURNING rota_jobs.id, rota_jobs.lease_token, rota_jobs.cancel_requested
+
+-- name: queue_claim_status
+-- How a queue is claimed now (its mode: fair, limited, gated or plain), whether it is
+-- paused, and whether jobs are waiting in it (after this transaction's claim).
+SELECT 'queue' AS kind,
+       CASE WHEN fair THEN 'fair'
+            WHEN global_limit IS NOT NULL OR rate_limit IS NOT NULL THEN 'limited'
+            WHEN gated THEN 'gated' ELSE 'plain' END AS mode,
+       paused,
+       EXISTS (SELECT 1 FROM rota_jobs WHERE state = 'available' AND queue = :queue) AS waiting
+FROM rota_queues WHERE name = :queue
+
+-- name: job_checkpoint
+-- Store a running job's progress, fenced by its lease token.
+UPDATE rota_jobs SET checkpoint = :value
+WHERE id = :id AND lease_token = :token
 RETURNING id
 
 -- name: job_claim
 -- Claim one given job if it is runnable: available, or waiting and due (rota.testing.inline
 -- runs the job it enqueued; `rota run` claims its own job again after each backoff).
+-- moves: available, scheduled, retryable -> running
 UPDATE rota_jobs
 SET state = 'running',
     attempt = attempt + 1,
@@ -141,41 +243,9 @@ WHERE id = :id
            AND run_at <= (julianday('now') - 2440587.5) * 86400.0))
 RETURNING *
 
--- name: job_complete_many
--- Write attempt outcomes (a JSON array), each fenced by its lease token; returns ids accepted.
--- The unary + on state keeps SQLite from driving the join from the state index
--- (a nested loop over every running job); it must look rows up by id from the batch.
-UPDATE rota_jobs
-SET state = c.state,
-    run_at = CASE WHEN c.delay IS NULL THEN rota_jobs.run_at
-                  ELSE (julianday('now') - 2440587.5) * 86400.0 + c.delay END,
-    finished_at = CASE WHEN c.state IN ('completed', 'discarded', 'cancelled')
-                       THEN (julianday('now') - 2440587.5) * 86400.0 END,
-    result = c.result,
-    max_attempts = rota_jobs.max_attempts + c.refund,
-    history = json_insert(rota_jobs.history, '$[#]', json_patch(c.entry, json_object(
-        'attempt', rota_jobs.attempt, 'worker', rota_jobs.worker,
-        'started_at', rota_jobs.attempted_at,
-        'finished_at', (julianday('now') - 2440587.5) * 86400.0))),
-    lease_token = NULL,
-    lease_expires_at = NULL
-FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.token') AS token, json_extract(value, '$.state') AS state,
-             json_extract(value, '$.delay') AS delay, json_extract(value, '$.result') AS result,
-             json_extract(value, '$.entry') AS entry, json_extract(value, '$.refund') AS refund
-      FROM json_each(:batch)) AS c
-WHERE rota_jobs.id = c.id AND rota_jobs.lease_token = c.token AND +rota_jobs.state = 'running'
-RETURNING rota_jobs.id, rota_jobs.state, rota_jobs.queue
-
--- name: job_lease_renew
--- Extend the leases a worker still holds; a missing row means the lease was lost.
-UPDATE rota_jobs
-SET lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :lease
-FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS token FROM json_each(:leases)) AS c
-WHERE rota_jobs.id = c.id AND rota_jobs.lease_token = c.token AND +rota_jobs.state = 'running'
-RETURNING rota_jobs.id, rota_jobs.lease_token, rota_jobs.cancel_requested
-
 -- name: job_rescue_expired
 -- Return jobs whose lease expired to the queue (or dead-letter them when out of attempts).
+-- moves: running -> available, discarded, cancelled
 UPDATE rota_jobs
 SET state = CASE WHEN cancel_requested THEN 'cancelled'
                  WHEN attempt >= max_attempts THEN 'discarded'
@@ -193,13 +263,14 @@ SET state = CASE WHEN cancel_requested THEN 'cancelled'
 WHERE id IN (
     SELECT id FROM rota_jobs
     WHERE state = 'running' AND lease_expires_at < (julianday('now') - 2440587.5) * 86400.0
-    ORDER BY lease_expires_at
+    ORDER BY id
     LIMIT :limit
 )
 RETURNING id, state, NULL
 
 -- name: job_stage_due
 -- Make scheduled and retryable jobs due within `horizon` seconds available (0: due now).
+-- moves: scheduled, retryable -> available
 UPDATE rota_jobs SET state = 'available',
     run_at = MIN(run_at, (julianday('now') - 2440587.5) * 86400.0)
 WHERE id IN (
@@ -209,7 +280,7 @@ WHERE id IN (
     ORDER BY run_at
     LIMIT :limit
 )
-RETURNING queue
+RETURNING queue, 1 AS n
 
 -- name: job_get
 -- One job by id.
@@ -228,6 +299,8 @@ LIMIT :limit
 
 -- name: job_cancel
 -- Cancel a waiting job now, or ask a running one to stop.
+-- moves: scheduled, available, retryable -> cancelled
+-- moves: running -> running
 UPDATE rota_jobs
 SET state = CASE WHEN state = 'running' THEN 'running' ELSE 'cancelled' END,
     cancel_requested = (state = 'running'),
@@ -238,6 +311,7 @@ RETURNING *
 
 -- name: job_retry
 -- Put a finished or waiting job back in the queue now, with one more attempt if needed.
+-- moves: scheduled, retryable, completed, discarded, cancelled -> available
 UPDATE rota_jobs
 SET state = 'available',
     run_at = (julianday('now') - 2440587.5) * 86400.0,
@@ -248,8 +322,8 @@ WHERE id = :id AND state IN ('scheduled', 'retryable', 'completed', 'discarded',
 RETURNING *
 
 -- name: job_prune_finished
--- Delete one small batch of finished jobs of one state past its retention (the IN list
--- matches rota_jobs_finished_idx's predicate); a small batch keeps the write lock short.
+-- Delete one batch of finished jobs of one state past its retention, oldest first, read
+-- from rota_jobs_finished_state_idx (state, finished_at); a batch keeps the write lock short.
 DELETE FROM rota_jobs WHERE id IN (
     SELECT id FROM rota_jobs
     WHERE state IN ('completed', 'discarded', 'cancelled') AND state = :state
@@ -257,3 +331,25 @@ DELETE FROM rota_jobs WHERE id IN (
     ORDER BY finished_at
     LIMIT :limit
 )
+
+-- name: job_expire_due
+-- Dead-letter waiting jobs whose start deadline passed (reason `expired`).
+-- moves: scheduled, available, retryable -> discarded
+UPDATE rota_jobs
+SET state = 'discarded',
+    finished_at = (julianday('now') - 2440587.5) * 86400.0,
+    history = json_insert(history, '$[#]', json_object(
+        'attempt', attempt, 'worker', NULL, 'started_at', NULL,
+        'finished_at', (julianday('now') - 2440587.5) * 86400.0,
+        'outcome', 'discarded', 'error_type', 'Expired', 'reason', 'expired',
+        'message', 'expired: not started before '
+                   || strftime('%Y-%m-%d %H:%M:%f+00:00', expires_at, 'unixepoch')))
+WHERE id IN (
+    SELECT id FROM rota_jobs
+    WHERE expires_at <= (julianday('now') - 2440587.5) * 86400.0
+      AND state IN ('scheduled', 'available', 'retryable')
+    ORDER BY expires_at
+    LIMIT :limit
+)
+RETURNING id
+

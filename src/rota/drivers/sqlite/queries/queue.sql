@@ -65,10 +65,6 @@ SELECT CASE WHEN EXISTS (SELECT 1 FROM rota_queues AS q WHERE q.name = :queue AN
        END
        + (SELECT count(*) FROM rota_jobs WHERE queue = :queue AND state = 'running')
 
--- name: queue_lock
--- Read a limited queue's controls for one claim (BEGIN IMMEDIATE already serialises claims).
-SELECT paused, global_limit, rate_limit, rate_period, fair FROM rota_queues WHERE name = :queue
-
 -- name: queue_controls_list
 -- Stored controls of one queue (or all when name is NULL).
 SELECT name, paused, global_limit, rate_limit, rate_period, updated_at FROM rota_queues
@@ -89,16 +85,6 @@ ON CONFLICT (name) DO UPDATE SET
                        ELSE rota_queues.rate_period END,
     updated_at = excluded.updated_at
 RETURNING name, paused, global_limit, rate_limit, rate_period, updated_at, NULL AS notified
-
--- name: queue_start_record
--- Log one claim's starts for the rate limit's sliding window.
-INSERT INTO rota_queue_starts (queue, started_at, n)
-VALUES (:queue, (julianday('now') - 2440587.5) * 86400.0, :n)
-
--- name: queue_starts_prune
--- Forget starts older than the queue's rate period.
-DELETE FROM rota_queue_starts
-WHERE queue = :queue AND started_at < (julianday('now') - 2440587.5) * 86400.0 - :period
 
 -- name: queue_partitions
 -- Partition keys held up by a dead letter: the dead job (the oldest, if several) and how

@@ -1,8 +1,12 @@
--- name: job_fetch_fair
+-- name: job_claim_fair
 -- Claim from a fair queue under the write lock (see the PostgreSQL statement): each
 -- tenant's waiting jobs are numbered (priority, run_at, id), capped at max_running -
 -- running; the k-th job of a tenant with r running ranks r + k; jobs without a tenant
--- form one more group. The numbering reads the queue's whole backlog on SQLite.
+-- form one more group. The numbering reads the queue's whole backlog on SQLite. In one
+-- write transaction, like job_claim_limited: the attempts that ended, the claim, the rate
+-- window's starts, and how the queue is claimed now.
+-- moves: available -> running
+-- include: job_complete_many
 UPDATE rota_jobs
 SET state = 'running',
     attempt = attempt + 1,
@@ -20,7 +24,8 @@ WHERE id IN (
         WHERE state = 'available' AND queue = :queue
           AND (j.expires_at IS NULL OR j.expires_at > (julianday('now') - 2440587.5) * 86400.0)
           AND (j.requires IS NULL OR :caps IS NULL OR NOT EXISTS (
-              SELECT 1 FROM json_each(j.requires) AS r WHERE instr(:caps, ',' || r.value || ',') = 0))
+              SELECT 1 FROM json_each(j.requires) AS r
+              WHERE r.value NOT IN (SELECT value FROM json_each(:caps))))
           AND (j.partition_key IS NULL OR NOT EXISTS (
               SELECT 1 FROM rota_jobs AS b
               WHERE b.queue = j.queue AND b.partition_key = j.partition_key AND b.id < j.id
@@ -40,15 +45,20 @@ WHERE id IN (
                                      WHERE s.queue = :queue
                                        AND s.started_at > (julianday('now') - 2440587.5) * 86400.0
                                                           - q.rate_period), :limit)))
-        FROM rota_queues AS q WHERE q.name = :queue AND NOT q.paused
+        FROM rota_queues AS q WHERE q.name = :queue AND NOT q.paused AND q.fair
     ), 0)
 )
-RETURNING *
-
--- name: queue_claim_path
--- Whether claims of a queue must take the locked path (a limit, or fair by tenant).
-SELECT EXISTS (SELECT 1 FROM rota_queues WHERE name = :queue
-               AND (global_limit IS NOT NULL OR rate_limit IS NOT NULL OR fair))
+RETURNING 'job' AS kind, id, task, queue, args, priority, attempt, max_attempts, run_at,
+          created_at, key, lease_token, lease_expires_at, meta, checkpoint, partition_key,
+          expires_at, requires, tenant, attempted_at, worker;
+INSERT INTO rota_queue_starts (queue, started_at, n)
+SELECT :queue, (julianday('now') - 2440587.5) * 86400.0, changes()
+WHERE changes() > 0
+  AND EXISTS (SELECT 1 FROM rota_queues WHERE name = :queue AND rate_limit IS NOT NULL);
+DELETE FROM rota_queue_starts
+WHERE queue = :queue
+  AND started_at < (julianday('now') - 2440587.5) * 86400.0 - COALESCE((SELECT rate_period FROM rota_queues WHERE name = :queue), 0);
+-- include: queue_claim_status
 
 -- name: queue_set_fair
 -- Turn tenant-fair claiming of a queue on or off; workers see it on their next claim.

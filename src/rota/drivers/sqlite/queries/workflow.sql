@@ -104,6 +104,8 @@ ORDER BY e.workflow_id, e.step, e.idx
 
 -- name: workflow_job_cancel
 -- Cancel a step's waiting job now, or ask a running one to stop (as job_cancel does).
+-- moves: scheduled, available, retryable -> cancelled
+-- moves: running -> running
 UPDATE rota_jobs
 SET state = CASE WHEN state = 'running' THEN 'running' ELSE 'cancelled' END,
     cancel_requested = (state = 'running'),
@@ -114,6 +116,7 @@ RETURNING id
 
 -- name: workflow_job_retry
 -- Run a failed step job again now, with `budget` more attempts.
+-- moves: discarded, cancelled -> available
 UPDATE rota_jobs
 SET state = 'available',
     run_at = (julianday('now') - 2440587.5) * 86400.0,
