@@ -79,9 +79,6 @@ c AS (
                          %(c_refund)b::bool[])
                   AS c(id, token, state, delay, result, entry, refund)
 ),
-locked AS (
-    SELECT id FROM rota_jobs WHERE id = ANY (%(c_id)b::bigint[]) ORDER BY id FOR UPDATE
-),
 done AS (
     UPDATE rota_jobs AS j
     SET state = c.state,
@@ -95,9 +92,10 @@ done AS (
             'started_at', j.attempted_at, 'finished_at', now())),
         lease_token = NULL,
         lease_expires_at = NULL
-    FROM c JOIN locked USING (id)
+    FROM c
     -- The lease token alone fences (it is set exactly while the job runs): no state
-    -- predicate, so the plan is driven from the primary key, never the running jobs.
+    -- predicate, so the plan is driven from the primary key, never the running jobs: a
+    -- nested loop over `c`, which the driver sorts by id, so rows are locked in id order.
     WHERE j.id = c.id AND j.lease_token = c.token
     RETURNING j.id
 ),
@@ -117,8 +115,9 @@ claimed AS (
         worker = %(worker)s,
         lease_token = gen_random_uuid(),
         lease_expires_at = now() + make_interval(secs => %(lease)s)
-    FROM picked
-    WHERE j.id = picked.id
+    -- = ANY (ARRAY(...)): primary-key probes, whatever the plan estimates the LIMIT to be
+    -- (a generic plan guesses a tenth of the table and would hash-join a full scan).
+    WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
     RETURNING j.id, j.task, j.queue, j.args, j.priority, j.attempt, j.max_attempts, j.run_at,
               j.created_at, j.key, j.lease_token, j.lease_expires_at, j.meta, j.checkpoint,
               j.partition_key, j.expires_at, j.requires, j.tenant, j.attempted_at, j.worker
@@ -159,9 +158,6 @@ c AS (
                          %(c_refund)b::bool[])
                   AS c(id, token, state, delay, result, entry, refund)
 ),
-locked AS (
-    SELECT id FROM rota_jobs WHERE id = ANY (%(c_id)b::bigint[]) ORDER BY id FOR UPDATE
-),
 done AS (
     UPDATE rota_jobs AS j
     SET state = c.state,
@@ -175,7 +171,7 @@ done AS (
             'started_at', j.attempted_at, 'finished_at', now())),
         lease_token = NULL,
         lease_expires_at = NULL
-    FROM c JOIN locked USING (id)
+    FROM c
     WHERE j.id = c.id AND j.lease_token = c.token
     RETURNING j.id
 ),
@@ -201,8 +197,9 @@ claimed AS (
         worker = %(worker)s,
         lease_token = gen_random_uuid(),
         lease_expires_at = now() + make_interval(secs => %(lease)s)
-    FROM picked
-    WHERE j.id = picked.id
+    -- = ANY (ARRAY(...)): primary-key probes, whatever the plan estimates the LIMIT to be
+    -- (a generic plan guesses a tenth of the table and would hash-join a full scan).
+    WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
     RETURNING j.id, j.task, j.queue, j.args, j.priority, j.attempt, j.max_attempts, j.run_at,
               j.created_at, j.key, j.lease_token, j.lease_expires_at, j.meta, j.checkpoint,
               j.partition_key, j.expires_at, j.requires, j.tenant, j.attempted_at, j.worker
@@ -273,8 +270,9 @@ claimed AS (
         worker = %(worker)s,
         lease_token = gen_random_uuid(),
         lease_expires_at = statement_timestamp() + make_interval(secs => %(lease)s)
-    FROM picked
-    WHERE j.id = picked.id
+    -- = ANY (ARRAY(...)): primary-key probes, whatever the plan estimates the LIMIT to be
+    -- (a generic plan guesses a tenth of the table and would hash-join a full scan).
+    WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
     RETURNING j.id, j.task, j.queue, j.args, j.priority, j.attempt, j.max_attempts, j.run_at,
               j.created_at, j.key, j.lease_token, j.lease_expires_at, j.meta, j.checkpoint,
               j.partition_key, j.expires_at, j.requires, j.tenant, j.attempted_at, j.worker
@@ -301,9 +299,6 @@ WITH c AS (
                          %(c_delay)b::float8[], %(c_result)b::jsonb[], %(c_entry)b::jsonb[],
                          %(c_refund)b::bool[])
                   AS c(id, token, state, delay, result, entry, refund)
-),
-locked AS (
-    SELECT id FROM rota_jobs WHERE id = ANY (%(c_id)b::bigint[]) ORDER BY id FOR UPDATE
 )
 UPDATE rota_jobs AS j
 SET state = c.state,
@@ -317,7 +312,7 @@ SET state = c.state,
         'started_at', j.attempted_at, 'finished_at', now())),
     lease_token = NULL,
     lease_expires_at = NULL
-FROM c JOIN locked USING (id)
+FROM c
 WHERE j.id = c.id AND j.lease_token = c.token
 RETURNING 'done' AS kind, j.id, j.state, j.queue
 
@@ -326,13 +321,10 @@ RETURNING 'done' AS kind, j.id, j.state, j.queue
 -- a missing row means the lease was lost.
 WITH c AS (
     SELECT * FROM unnest(%(c_id)b::bigint[], %(c_token)b::uuid[]) AS c(id, token)
-),
-locked AS (
-    SELECT id FROM rota_jobs WHERE id = ANY (%(c_id)b::bigint[]) ORDER BY id FOR UPDATE
 )
 UPDATE rota_jobs AS j
 SET lease_expires_at = now() + make_interval(secs => %(lease)s)
-FROM c JOIN locked USING (id)
+FROM c
 WHERE j.id = c.id AND j.lease_token = c.token
 RETURNING j.id, j.lease_token::text, j.cancel_requested
 
@@ -380,8 +372,7 @@ SET state = CASE WHEN j.cancel_requested THEN 'cancelled'
         'condition', 'DisruptionTarget', 'reason', 'WorkerLost')),
     lease_token = NULL,
     lease_expires_at = NULL
-FROM expired
-WHERE j.id = expired.id
+WHERE j.id = ANY (ARRAY(SELECT id FROM expired))
 RETURNING j.id, j.state, CASE WHEN j.state = 'available' THEN pg_notify('rota_jobs', j.queue) END
 
 -- name: job_stage_due
@@ -397,7 +388,7 @@ WITH due AS (
 ),
 moved AS (
     UPDATE rota_jobs AS j SET state = 'available', run_at = LEAST(j.run_at, now())
-    FROM due WHERE j.id = due.id RETURNING j.queue
+    WHERE j.id = ANY (ARRAY(SELECT id FROM due)) RETURNING j.queue
 )
 SELECT count(*) AS n, pg_notify('rota_jobs', queue) FROM moved GROUP BY queue
 
@@ -449,7 +440,7 @@ WITH old AS (
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 )
-DELETE FROM rota_jobs j USING old WHERE j.id = old.id
+DELETE FROM rota_jobs WHERE id = ANY (ARRAY(SELECT id FROM old))
 
 -- name: queue_claim_status
 -- How a queue is claimed now (its mode: fair, limited, gated or plain), whether it is
@@ -478,7 +469,6 @@ SET state = 'discarded',
         'attempt', j.attempt, 'worker', NULL, 'started_at', NULL, 'finished_at', now(),
         'outcome', 'discarded', 'error_type', 'Expired', 'reason', 'expired',
         'message', 'expired: not started before ' || j.expires_at::text))
-FROM due
-WHERE j.id = due.id
+WHERE j.id = ANY (ARRAY(SELECT id FROM due))
 RETURNING j.id
 

@@ -108,8 +108,9 @@ claimed AS (
         worker = %(worker)s,
         lease_token = gen_random_uuid(),
         lease_expires_at = statement_timestamp() + make_interval(secs => %(lease)s)
-    FROM picked
-    WHERE j.id = picked.id
+    -- = ANY (ARRAY(...)): primary-key probes, whatever the plan estimates the LIMIT to be
+    -- (a generic plan guesses a tenth of the table and would hash-join a full scan).
+    WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
     RETURNING j.id, j.task, j.queue, j.args, j.priority, j.attempt, j.max_attempts, j.run_at,
               j.created_at, j.key, j.lease_token, j.lease_expires_at, j.meta, j.checkpoint,
               j.partition_key, j.expires_at, j.requires, j.tenant, j.attempted_at, j.worker

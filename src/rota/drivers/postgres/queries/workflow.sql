@@ -136,4 +136,4 @@ WITH old AS (
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 )
-DELETE FROM rota_workflows w USING old WHERE w.id = old.id
+DELETE FROM rota_workflows WHERE id = ANY (ARRAY(SELECT id FROM old))
