@@ -36,7 +36,7 @@ from rota.errors import (
 from rota.job import Job, JobState
 from rota.observe.metrics import ProcessMetrics
 from rota.observe.tracing import traced_insert
-from rota.payload import DEFAULT_MAX_PAYLOAD_BYTES
+from rota.payload import DEFAULT_MAX_PAYLOAD_BYTES, check_text
 from rota.retry import Backoff
 from rota.routing.labels import check_labels
 from rota.schedules.schedule import Schedule, spec_of
@@ -248,7 +248,7 @@ class App:
         def register(fn: Callable[..., Any]) -> Task[Any, Any]:
             if not callable(fn):
                 raise TaskDefinitionError(f"@app.task decorates a function, not {fn!r}")
-            task_name = name or _default_name(fn)
+            task_name = check_text(name or _default_name(fn), "task name", TaskDefinitionError)
             if task_name in self.tasks and self.tasks[task_name].func is not fn:
                 raise TaskDefinitionError(f"a task named {task_name!r} is already registered")
             task: Task[Any, Any] = Task(self, fn, task_name, policy)

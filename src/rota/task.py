@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 from rota.drivers.base import JobInsert
 from rota.errors import ArgumentsError, TaskDefinitionError
 from rota.job import Job, JobState
-from rota.payload import ArgsModel, encode
+from rota.payload import ArgsModel, check_text, encode
 from rota.retry import Backoff
 from rota.routing.labels import check_labels
 
@@ -121,6 +121,8 @@ def check_partition_options(partition_key: object, expires_at: object, at: datet
         raise ArgumentsError(
             f"partition_key must be a non-empty string of at most {MAX_KEY_LENGTH} chars"
         )
+    if partition_key is not None:
+        check_text(partition_key, "partition_key")
     if expires_at is not None:
         if not isinstance(expires_at, datetime):
             raise ArgumentsError(f"expires_at= must be a datetime, not {type(expires_at).__name__}")
@@ -291,6 +293,9 @@ class Task(Generic[P, R]):
             raise ArgumentsError(
                 f"key must be a non-empty string of at most {MAX_KEY_LENGTH} chars"
             )
+        if key is not None:
+            # The same on both dialects: PostgreSQL refuses a NUL that SQLite would keep.
+            check_text(key, "key")
         if at is not None and delay is not None:
             raise ArgumentsError("pass at= or delay=, not both")
         if at is not None:

@@ -120,9 +120,8 @@ def _single_steps(field: str, index: int) -> str:
     parts = []
     for part in field.split(","):
         head, slash, step = part.partition("/")
-        if slash and head not in ("*", "?") and "-" not in head:
-            part = f"{head}-{_FIELD_MAX[index]}/{step}"
-        parts.append(part)
+        single = slash and head not in ("*", "?") and "-" not in head
+        parts.append(f"{head}-{_FIELD_MAX[index]}/{step}" if single else part)
     return ",".join(parts)
 
 
