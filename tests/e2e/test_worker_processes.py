@@ -321,6 +321,53 @@ def test_a_second_signal_returns_running_jobs_at_once(
     assert outcomes(returned) == [Outcome.SHUTDOWN]
 
 
+@pytest.mark.parametrize(
+    ("target", "sig"),
+    [
+        ("group", signal.SIGINT),  # Ctrl-C in a terminal: the whole process group at once
+        ("each", signal.SIGINT),  # the same, with the children's copies handled first
+        ("each", signal.SIGTERM),  # systemd's default KillMode signals every process
+        ("supervisor", signal.SIGTERM),  # Kubernetes: PID 1 only
+    ],
+)
+def test_one_signal_drains_every_process_however_it_arrives(
+    app: rota.App,
+    database_url: str,
+    spawn: Spawn,
+    box: Path,
+    tmp_path: Path,
+    target: str,
+    sig: signal.Signals,
+) -> None:
+    """With --processes, a signal that reaches the children directly and through the
+    supervisor is still one drain: running jobs finish within the grace (#17, case 11)."""
+    register(app)
+    release = tmp_path / "release"
+    jobs = [app.enqueue("hold", {"box": str(box), "release": str(release)}) for _ in range(2)]
+    pair = spawn(database_url, "--processes", "2", "--grace", "30", queues="default=1")
+    until(lambda: len({r["pid"] for r in starts(box)}) == 2, pair, timeout=30)
+
+    if target == "group":
+        os.killpg(pair.pid, sig)
+    elif target == "each":
+        for pid in {r["pid"] for r in starts(box)}:
+            os.kill(pid, sig)
+        pair.wait_logged("waiting up to", count=2)
+        pair.send(sig)
+    else:
+        pair.send(sig)
+    # The supervisor's request reached both children, and both are draining.
+    pair.wait_logged("drain requested", count=2)
+    pair.wait_logged("waiting up to", count=2)
+    release.touch()
+    assert pair.wait(30) == 0
+    assert pair.count_logged("stopping now") == 0, pair.logs()
+    for job in jobs:
+        done = app.get_job(job.id)
+        assert done is not None and done.state is JobState.COMPLETED, done
+        assert outcomes(done) == [Outcome.COMPLETED]
+
+
 # --- many workers, one run per attempt ---------------------------------------------------
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import sys
+
 import click
 
 from rota import __version__
@@ -32,6 +35,11 @@ from rota.cli.workflows import workflows
 @click.version_option(__version__, prog_name="rota")
 def cli() -> None:
     """rota: durable background jobs on SQLite or PostgreSQL."""
+    # Stored text may hold what the terminal cannot encode (a lone surrogate written by an
+    # older version, or by SQLite directly): show it escaped rather than crash (#17).
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
 
 
 cli.add_command(migrate)

@@ -15,7 +15,7 @@ from rota.observe.logging import configure
 from rota.ops.retention import parse_retention
 from rota.worker import Worker, WorkerSettings
 from rota.worker.settings import parse_queues
-from rota.worker.supervisor import EXIT_SCHEMA, supervise
+from rota.worker.supervisor import EXIT_SCHEMA, REQUESTS, supervise
 
 
 @click.command()
@@ -174,8 +174,11 @@ def worker(
     # A SIGTERM during start-up (Kubernetes may send one at any time) must still end in
     # a clean exit: remember it until the worker's own handlers are installed.
     early_stop: list[int] = []
-    for signum in (signal.SIGTERM, signal.SIGINT):
+    for signum in (signal.SIGTERM, signal.SIGINT, *REQUESTS):
         signal.signal(signum, lambda sig, _frame: early_stop.append(sig))
+    # A supervisor starts its children with its requests blocked (supervisor.py): one sent
+    # during start-up is delivered now, to the handler above.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, REQUESTS)
     configure(log_level, log_format)
     if not app_path:
         raise click.UsageError("worker needs --app package.module:app (or $ROTA_APP)")
@@ -273,8 +276,8 @@ def worker(
 
     async def main() -> None:
         runner.install_signal_handlers()
-        if early_stop:
-            runner.stop()
+        for signum in early_stop:
+            runner.on_signal(signal.Signals(signum).name)
         await runner.run()
 
     try:

@@ -1,5 +1,6 @@
-"""Supervisor for `rota worker --processes N`: starts N worker processes, forwards
-SIGTERM/SIGINT to them, restarts one that crashes, and exits when all have drained."""
+"""Supervisor for `rota worker --processes N`: starts N worker processes, passes
+SIGTERM/SIGINT on to them as a drain request (a second one as stop now), restarts one
+that crashes, and exits when all have drained."""
 
 from __future__ import annotations
 
@@ -13,18 +14,30 @@ log = logging.getLogger("rota.supervisor")
 
 EXIT_SCHEMA = 3  # a child refused the schema: restarting would not help
 
+# The children are asked to drain with DRAIN_SIGNAL and to stop now with HALT_SIGNAL, never
+# with the SIGINT or SIGTERM the supervisor got: the same signal often reaches them directly
+# too (Ctrl-C goes to the terminal's whole process group, systemd signals the whole control
+# group), and a second SIGINT would mean "stop now" to them. A drain request is idempotent.
+DRAIN_SIGNAL = signal.SIGUSR1
+HALT_SIGNAL = signal.SIGUSR2
+REQUESTS = frozenset({DRAIN_SIGNAL, HALT_SIGNAL})
+
 
 def supervise(argv: list[str], processes: int) -> int:
+    # Children inherit the blocked mask across exec: a request sent while one is still
+    # starting waits until it can handle it, instead of killing it (the default action).
+    signal.pthread_sigmask(signal.SIG_BLOCK, REQUESTS)
     children: list[subprocess.Popen[bytes]] = [subprocess.Popen(argv) for _ in range(processes)]
     restarts = [0] * processes
     stopping = False
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         nonlocal stopping
+        request = HALT_SIGNAL if stopping else DRAIN_SIGNAL
         stopping = True
         for child in children:
             if child.poll() is None:
-                child.send_signal(signum)
+                child.send_signal(request)
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)

@@ -38,6 +38,7 @@ from rota.worker.fetcher import Fetcher
 from rota.worker.heartbeat import Heartbeater
 from rota.worker.progress import ProgressWriter
 from rota.worker.settings import WorkerSettings
+from rota.worker.supervisor import DRAIN_SIGNAL, HALT_SIGNAL
 
 if TYPE_CHECKING:
     from rota.observe.server import MetricsServer
@@ -62,6 +63,7 @@ class Worker:
         self.executor = Executor(app, self._task_pool)
         self._stop = asyncio.Event()
         self._halt = asyncio.Event()
+        self._signals = 0  # SIGTERM/SIGINT received: the second one stops now
         self._loop: asyncio.AbstractEventLoop | None = None
         self._running: dict[int, tuple[asyncio.Task[None], Context]] = {}
         self._idle = asyncio.Event()
@@ -170,17 +172,33 @@ class Worker:
 
     def install_signal_handlers(self) -> None:
         loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT, DRAIN_SIGNAL, HALT_SIGNAL):
+            loop.add_signal_handler(sig, self.on_signal, sig.name)
 
-        def on_signal(signame: str) -> None:
+    def on_signal(self, signame: str) -> None:
+        """SIGTERM or SIGINT: the first drains, the second stops now. The supervisor of
+        `--processes` asks with SIGUSR1 (drain) and SIGUSR2 (stop now) instead, which are
+        not counted: a Ctrl-C that reached this process from the terminal's process group
+        (or systemd's control group) and again through the supervisor is one drain."""
+        if signame == DRAIN_SIGNAL.name:
             if self._stop.is_set():
-                log.warning("%s again: stopping now", signame)
-                self.halt()
+                log.info("%s: drain requested (already draining)", signame)
             else:
-                log.info("%s: draining (grace %gs)", signame, self.settings.grace)
+                log.info("%s: drain requested (grace %gs)", signame, self.settings.grace)
                 self.stop()
-
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, on_signal, sig.name)
+            return
+        if signame == HALT_SIGNAL.name:
+            if not self._halt.is_set():
+                log.warning("stop requested: stopping now")
+                self.halt()
+            return
+        self._signals += 1
+        if self._signals > 1:
+            log.warning("%s again: stopping now", signame)
+            self.halt()
+        else:
+            log.info("%s: draining (grace %gs)", signame, self.settings.grace)
+            self.stop()
 
     # --- main ---------------------------------------------------------------------------
 
