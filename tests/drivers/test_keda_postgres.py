@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -47,7 +48,12 @@ def scalar(conn: psycopg.Connection[tuple[object, ...]], query: str) -> object:
 
 
 def test_the_rendered_keda_query_returns_the_backlog(pg_app: rota.App, pg_url: str) -> None:
+    started = pg_app.driver.db_now()
     populate(pg_app)
+    # A queue whose one job was due an hour ago: its age is known to the second.
+    pg_app.driver.job_insert_many(
+        [rota.drivers.base.JobInsert("t", "aged", "{}", 0, 3, at=started - timedelta(hours=1))]
+    )
     settings = RenderSettings(app="shop.jobs:app", groups=(WorkerGroup({"q": 4, "other": 1}),))
     scaled = next(d for d in documents(settings) if d["kind"] == "ScaledObject")
     queries = {t["name"]: t["metadata"]["query"] for t in scaled["spec"]["triggers"]}
@@ -57,7 +63,11 @@ def test_the_rendered_keda_query_returns_the_backlog(pg_app: rota.App, pg_url: s
         assert scalar(conn, queries["queue-other"]) == 1
         assert scalar(conn, keda_query("q", Signal.BACKLOG)) == 5
         assert scalar(conn, keda_query("no-such-queue")) == 0
-        assert conn.execute("SELECT rota_keda_oldest_age('q')").fetchone()[0] >= 0  # type: ignore[index]
+        since = (pg_app.driver.db_now() - started).total_seconds()
+        # Every job of q was inserted after `started`; the aged one an hour before it.
+        assert 0 <= scalar(conn, "SELECT rota_keda_oldest_age('q')") <= since  # type: ignore[operator]
+        aged = scalar(conn, "SELECT rota_keda_oldest_age('aged')")
+        assert 3600 <= aged <= 3600 + since + 0.01  # type: ignore[operator]
 
 
 def grant_sql() -> str:
