@@ -10,7 +10,7 @@ import logging
 from collections.abc import Sequence
 
 from rota.drivers.base import Driver
-from rota.maintenance.service import DbCall
+from rota.maintenance.service import DbCall, log_failure
 
 log = logging.getLogger("rota.worker")
 
@@ -47,8 +47,8 @@ class Advertiser:
                     self.capabilities,
                     self.ttl,
                 )
-            except Exception as exc:
-                log.warning("advertising capabilities failed (%s: %s)", type(exc).__name__, exc)
+            except Exception as exc:  # retried at the interval: the row must not expire
+                log_failure(log, "advertising capabilities", exc, "retrying at the interval")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=self.interval)
 

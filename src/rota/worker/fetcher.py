@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from rota.drivers.base import Driver
 from rota.job import Job
-from rota.maintenance.service import DbCall
+from rota.maintenance.service import DbCall, backoff_delay, log_failure
 
 log = logging.getLogger("rota.worker")
 
@@ -20,6 +20,9 @@ log = logging.getLogger("rota.worker")
 # or by the rate window moving on, and none of them sends a notification.
 LIMITED_RETRY = 0.05
 LIMITED_RETRY_MAX = 0.25
+# After a failed claim: 0.5 s, doubling up to 30 s, jittered (maintenance.service).
+FAILURE_BACKOFF = 0.5
+FAILURE_BACKOFF_MAX = 30.0
 
 
 class Fetcher:
@@ -72,14 +75,18 @@ class Fetcher:
     async def run(self, stop: asyncio.Event) -> None:
         delay = 0.0
         while not stop.is_set():
-            timeout = max(self.poll_interval, delay)
-            if self.limited and self.free > 0 and not delay:
-                timeout = min(timeout, self._limited_wait)
-                self._limited_wait = min(self._limited_wait * 2, LIMITED_RETRY_MAX)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=timeout)
+            if self.failures:
+                # Backing off after failed claims: a wake-up does not cut the wait short.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=delay)
+            else:
+                timeout = self.poll_interval
+                if self.limited and self.free > 0:
+                    timeout = min(timeout, self._limited_wait)
+                    self._limited_wait = min(self._limited_wait * 2, LIMITED_RETRY_MAX)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=timeout)
             self._wake.clear()
-            delay = 0.0
             while self.free > 0 and not stop.is_set():
                 limit = min(self.free, self.batch)
                 try:
@@ -93,13 +100,9 @@ class Fetcher:
                     )
                 except Exception as exc:
                     self.failures += 1
-                    delay = min(max(delay * 2, 0.5), 30.0)
-                    log.warning(
-                        "fetching from queue %r failed (%s: %s); retrying in %.1fs",
-                        self.queue,
-                        type(exc).__name__,
-                        exc,
-                        delay,
+                    delay = backoff_delay(self.failures, FAILURE_BACKOFF, FAILURE_BACKOFF_MAX)
+                    log_failure(
+                        log, f"fetching from queue {self.queue!r}", exc, f"retrying in {delay:.1f}s"
                     )
                     break
                 self.fetches += 1

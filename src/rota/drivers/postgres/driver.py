@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import select
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
@@ -777,8 +778,10 @@ class ListenNotifier:
                         else:
                             control(note.payload)
             except psycopg.Error as exc:
-                log.warning("LISTEN connection lost (%s); retrying in %.1fs", exc, delay)
-                await asyncio.sleep(delay)
+                # Jittered, so the workers of a restarted server do not reconnect in step.
+                wait = random.uniform(delay / 2, delay)
+                log.warning("LISTEN connection lost (%s); retrying in %.1fs", exc, wait)
+                await asyncio.sleep(wait)
                 delay = min(delay * 2, 5.0)
 
 
