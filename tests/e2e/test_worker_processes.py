@@ -368,6 +368,34 @@ def test_one_signal_drains_every_process_however_it_arrives(
         assert outcomes(done) == [Outcome.COMPLETED]
 
 
+def test_a_process_whose_slots_are_all_hung_is_replaced(
+    app: rota.App, database_url: str, spawn: Spawn, box: Path
+) -> None:
+    """Under --processes, a process whose every slot is held by a plain task hung past its
+    timeout (its thread cannot be stopped) exits once its jobs are returned, and the
+    supervisor starts a fresh one, as Celery's hard time limit replaces its child
+    (#17, case 8)."""
+    register(app)
+    hung = [app.enqueue("hang", {"box": str(box)}) for _ in range(2)]
+    pair = spawn(database_url, "--processes", "2", queues="default=1")
+    until(lambda: len({r["pid"] for r in starts(box)}) == 2, pair, timeout=30)
+    for job in hung:  # each timed out once and is dead-lettered, never run again
+        done = until(lambda job=job: finished(app, job.id), pair, timeout=15)
+        assert done.state is JobState.DISCARDED
+        assert done.history[-1].error_type == "rota.errors.TaskTimeoutError"
+    pair.wait_logged("all 1 slots are hung", count=2)
+    pair.wait_logged("started: queues", count=4, timeout=30)  # two fresh processes
+    later = app.enqueue("nap", {"box": str(box), "seconds": 0})
+    done = until(lambda: finished(app, later.id), pair, timeout=30)
+    assert done.state is JobState.COMPLETED
+    assert done.history[-1].worker not in {
+        j.history[-1].worker for j in app.list_jobs() if j.id != later.id
+    }
+    assert len(starts(box, hung[0].id)) == 1 and len(starts(box, hung[1].id)) == 1
+    pair.send(signal.SIGTERM)
+    assert pair.wait(30) == 0
+
+
 # --- many workers, one run per attempt ---------------------------------------------------
 
 

@@ -144,6 +144,8 @@ from rota.worker.supervisor import EXIT_SCHEMA, REQUESTS, supervise
 @click.option(
     "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
+# Set by the --processes supervisor for its children (WorkerSettings.exit_when_hung).
+@click.option("--exit-when-hung", is_flag=True, hidden=True)
 def worker(
     app_path: str | None,
     database_url: str | None,
@@ -169,6 +171,7 @@ def worker(
     log_format: str,
     retention: tuple[str, ...] = (),
     capabilities: tuple[str, ...] = (),
+    exit_when_hung: bool = False,
 ) -> None:
     """Run jobs from the given queues until SIGTERM (drain) or a second SIGTERM (stop now)."""
     # A SIGTERM during start-up (Kubernetes may send one at any time) must still end in
@@ -202,6 +205,7 @@ def worker(
             metrics_port=metrics_port,
             metrics_host=metrics_host,
             capabilities=frozenset(capabilities),
+            exit_when_hung=exit_when_hung,
         )
         settings_kwargs.update(parse_retention(retention))
         WorkerSettings(**settings_kwargs)  # type: ignore[arg-type]  # validate before forking
@@ -249,6 +253,8 @@ def worker(
             log_level,
             "--log-format",
             log_format,
+            # A child whose every slot is hung leaves; a fresh one takes its place.
+            "--exit-when-hung",
         ]
         # The URL goes to the children through the environment, not argv: a password
         # on a command line is visible to every user of the machine (ps).
@@ -292,4 +298,4 @@ def worker(
     sys.stderr.flush()
     # Sync tasks still running past the grace cannot be interrupted; their jobs were
     # returned to the queue, so leave without waiting for their threads.
-    os._exit(0)
+    os._exit(runner.exit_code)

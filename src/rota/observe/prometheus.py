@@ -112,6 +112,17 @@ class WorkerCollector(Collector):
             value=worker.completer.pending,
         )
         yield GaugeMetricFamily(
+            "rota_worker_hung_slots",
+            "Slots held by a sync task still running in its thread after it timed out "
+            "(Python cannot stop a thread; the slot comes back when it returns).",
+            value=worker.hung,
+        )
+        yield CounterMetricFamily(
+            "rota_worker_tasks_hung",
+            "Sync tasks that went on running in their thread after they timed out.",
+            value=worker.hung_total,
+        )
+        yield GaugeMetricFamily(
             "rota_worker_ready",
             "1 while the worker fetches jobs (started, database reachable, not draining).",
             value=1 if worker.ready else 0,

@@ -184,7 +184,9 @@ WHERE id = %(id)s
 RETURNING *
 
 -- name: job_complete_many
--- Write attempt outcomes, each fenced by its lease token; returns the ids accepted.
+-- Write attempt outcomes, each fenced by its lease token; returns the ids accepted. A job
+-- made available again (returned at shutdown, snoozed or retried with no delay) wakes
+-- the workers, so one takes it at once.
 UPDATE rota_jobs AS j
 SET state = c.state,
     run_at = CASE WHEN c.delay IS NULL THEN j.run_at
@@ -201,7 +203,8 @@ FROM unnest(%(ids)b::bigint[], %(tokens)b::uuid[], %(states)b::text[], %(delays)
             %(results)b::jsonb[], %(entries)b::jsonb[], %(refunds)b::bool[])
      AS c(id, token, state, delay, result, entry, refund)
 WHERE j.id = c.id AND j.lease_token = c.token AND j.state = 'running'
-RETURNING j.id, j.state, j.queue
+RETURNING j.id, j.state, j.queue,
+          CASE WHEN j.state = 'available' THEN pg_notify('rota_jobs', j.queue) END AS notified
 
 -- name: job_lease_renew
 -- Extend the leases a worker still holds; a missing row means the lease was lost.
