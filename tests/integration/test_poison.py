@@ -67,6 +67,42 @@ def test_other_keys_and_names_refuse_unstorable_text(app: rota.App) -> None:
         app.publish("order.placed", {"id": "\ud800"})
 
 
+def test_queue_names_tenants_and_labels_refuse_unstorable_text_alike(app: rota.App) -> None:
+    """Queue names, tenants and labels are short ASCII names on both dialects, so a NUL or
+    a lone surrogate in them is an ArgumentsError before anything is written."""
+
+    @app.task(name="poison.take2")
+    def take() -> None: ...
+
+    for options, message in [
+        ({"queue": "q\x00"}, "bad queue name"),
+        ({"queue": "q\ud800"}, "bad queue name"),
+        ({"tenant": "t\x00"}, "bad queue name"),
+        ({"requires": {"gpu\x00"}}, "bad label"),
+        ({"requires": {"gpu\udcff"}}, "bad label"),
+    ]:
+        with pytest.raises(rota.ArgumentsError, match=message):
+            take.enqueue(**options)
+    assert app.list_jobs() == []
+
+
+def test_a_progress_message_that_cannot_be_stored_fails_the_task_clearly(app: rota.App) -> None:
+    """ctx.progress refuses a message the progress writer could never store (a NUL on
+    PostgreSQL): the task sees a PayloadError, instead of the writer failing for ever."""
+
+    @app.task(name="poison.progress", max_attempts=1)
+    def report(ctx: rota.Context) -> None:
+        ctx.progress(0.5, "half\x00way")
+
+    job = report.enqueue()
+    worker = rota.Worker(app, fast_settings())
+    asyncio.run(run_worker_until(worker, lambda: _finished(app, job.id)))
+    done = app.get_job(job.id)
+    assert done is not None and done.state is rota.JobState.DISCARDED
+    assert done.history[0].error_type == "rota.errors.PayloadError"
+    assert "a progress message contains a NUL character" in (done.history[0].message or "")
+
+
 # --- case 10: the pool checks a connection before handing it out -----------------------
 
 
