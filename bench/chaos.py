@@ -1,7 +1,10 @@
 """Chaos run: the Seatlark shop on PostgreSQL under fire. Clients place orders over HTTP while
-a random worker is SIGKILLed every couple of seconds and PostgreSQL restarts once; at the
-end the workers get SIGTERM mid-backlog and must drain cleanly, and fresh workers finish.
-It checks lost orders = 0, duplicate tickets = 0 and every job terminal, and exits 1 if not.
+a random worker is SIGKILLed every couple of seconds and PostgreSQL restarts once; after the
+restart, poison jobs join them (bench/chaos_poison.py: a NUL and a lone surrogate in error
+messages, an exception whose str() raises, a plain task hung past its timeout); at the end
+the workers get SIGTERM mid-backlog and must drain cleanly, and fresh workers finish.
+It checks lost orders = 0, duplicate tickets = 0, every job terminal, no poison job stuck
+and no job run twice after it succeeded, and exits 1 if not.
 
     make chaos                                  # 10,000 orders, a real PostgreSQL restart
     python -m bench.chaos --orders 500 --restart terminate     # the short CI version
@@ -32,13 +35,20 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import rota
+from bench import chaos_poison
 from examples.seatlark import harness
 from examples.seatlark.harness import Client, HarnessError, Placement, Process, WorkerOptions
 
 DEFAULT_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
 BROKEN_EVERY = 50
 CLIENTS = 8
-WORKER = WorkerOptions(queues="tickets=6,reports=1", lease=2.0, grace=5.0, leader_ttl=2.0)
+WORKER = WorkerOptions(
+    queues=f"tickets=6,reports=1,{chaos_poison.QUEUE}=2",
+    lease=2.0,
+    grace=5.0,
+    leader_ttl=2.0,
+    app="bench.chaos_app:app",
+)
 
 console = Console()
 
@@ -63,6 +73,7 @@ class Figures:
     running_at_sigterm: int = 0  # jobs the stopped workers were running when it arrived
     running_after_sigterm: int = 0
     total_seconds: float = 0.0
+    poison: chaos_poison.PoisonAudit = field(default_factory=chaos_poison.PoisonAudit)
 
 
 # --- the database -----------------------------------------------------------------------------
@@ -129,6 +140,7 @@ class Crew:
         self.url, self.out, self.rng = url, out, rng
         self.started = 0
         self.workers: list[Process] = []
+        self.killed: set[str] = set()
         self.unexpected = 0
         for _ in range(size):
             self.spawn()
@@ -183,6 +195,8 @@ def run(args: argparse.Namespace, url: str, out: Path, figures: Figures) -> dict
     with shop.app:
         shop.app.migrate()
         shop.create_tables()
+        chaos_poison.register(shop.app)
+        chaos_poison.create_tables(shop.app)
         port = harness.free_port()
         api = harness.start_api(url, out, port)
         crew = Crew(url, out, args.workers, rng)
@@ -215,6 +229,7 @@ def run(args: argparse.Namespace, url: str, out: Path, figures: Figures) -> dict
         placed_at: float | None = None
         next_kill = time.monotonic() + args.kill_every
         restart_done = args.restart == "none"
+        poisoned = False
         try:
             with Progress(
                 TextColumn("{task.description}"),
@@ -260,11 +275,17 @@ def run(args: argparse.Namespace, url: str, out: Path, figures: Figures) -> dict
                             f"[red]↻[/red] PostgreSQL {args.restart}: answering again after "
                             f"{figures.restart_seconds:.1f} s"
                         )
+                    if not poisoned and restart_done and placed >= args.orders * 0.6:
+                        # After the restart, whose lost leases would blur the figures.
+                        poisoned = True
+                        chaos_poison.enqueue(shop.app, probes=max(20, args.orders // 100))
+                        progress.console.print("[magenta]☠[/magenta] poison jobs enqueued")
                     if now >= next_kill and not calm:
                         next_kill = now + args.kill_every
                         victim = crew.rng.choice(crew.workers)
                         victim_jobs = held_by(shop, victim.name)
                         victim.kill()
+                        crew.killed.add(victim.name)
                         crew.workers.remove(victim)
                         crew.spawn()
                         figures.kills += 1
@@ -309,6 +330,7 @@ def run(args: argparse.Namespace, url: str, out: Path, figures: Figures) -> dict
         figures.orders = len(placement.confirmed)
         figures.total_seconds = time.monotonic() - started
         result = harness.audit(shop, placement.confirmed, out)
+        figures.poison = chaos_poison.audit(shop.app, crew.killed)
     print_result(figures, result)
     return {"ok": int(_passed(figures, result)), **asdict(result)}
 
@@ -319,6 +341,7 @@ def _passed(figures: Figures, result: harness.Audit) -> bool:
         and figures.unexpected_exits == 0
         and figures.running_after_sigterm == 0
         and not any(figures.sigterm_exit_codes)
+        and figures.poison.ok
     )
 
 
@@ -362,6 +385,20 @@ def print_result(figures: Figures, result: harness.Audit) -> None:
         f"= {result.broken} orders without a seat map",
     )
     line("jobs not terminal", result.not_terminal, result.not_terminal == 0)
+    poison = figures.poison
+    line(
+        "poison jobs stuck",
+        poison.stuck,
+        poison.stuck == 0 and poison.wrong_outcome == 0,
+        f"of {poison.poison_jobs} (NUL, surrogate, broken str(), hung thread); "
+        f"{poison.wrong_outcome} without their outcome, {poison.cut_by_kills} cut by kills",
+    )
+    line(
+        "run twice after success",
+        poison.run_twice_after_success,
+        poison.run_twice_after_success == 0,
+        f"{poison.probes_completed} of {poison.probes} probe jobs completed beside the poison",
+    )
     line("attempts cut off", result.lost_attempts, None, "ran again elsewhere")
     line(
         "SIGTERM drain",
@@ -379,7 +416,7 @@ def print_result(figures: Figures, result: harness.Audit) -> None:
     console.print(
         "[green]PASSED[/green]"
         if passed
-        else "[red]FAILED[/red]: " + ", ".join(result.failures() or ["worker exits"])
+        else "[red]FAILED[/red]: " + ", ".join(result.failures() or ["worker exits or poison jobs"])
     )
 
 

@@ -39,6 +39,16 @@ async def async_wait_for(
         await asyncio.sleep(interval)
 
 
+async def claims_tried(worker: rota.Worker, queue: str, count: int = 3) -> None:
+    """Wait until `worker` has finished `count` more claims on `queue` than it had now:
+    at least `count - 1` of them started after this call, so whatever was committed
+    before it has been offered to the worker. What a test asserts after this about jobs
+    not started is a fact, not the luck of a sleep that was too short."""
+    fetcher = await async_wait_for(lambda: worker.fetchers.get(queue))
+    target = fetcher.fetches + count
+    await async_wait_for(lambda: fetcher.fetches >= target)
+
+
 def fast_settings(**overrides: object) -> rota.WorkerSettings:
     """Tiny intervals for tests: quick leases, staging, rescue and leadership."""
     values: dict[str, object] = dict(

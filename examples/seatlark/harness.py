@@ -167,6 +167,7 @@ class WorkerOptions:
     lease: float = 2.0
     grace: float = 10.0
     leader_ttl: float = 3.0
+    app: str = APP_PATH  # the app the worker loads (the chaos run adds its poison jobs)
 
 
 def start_worker(
@@ -177,7 +178,7 @@ def start_worker(
         "rota",
         "worker",
         "--app",
-        APP_PATH,
+        options.app,
         "--queues",
         options.queues,
         "--lease",

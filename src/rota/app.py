@@ -27,7 +27,7 @@ from rota.errors import (
 from rota.job import Job, JobState
 from rota.labels import check_labels, check_queue_name
 from rota.maintenance.service import PeriodicService
-from rota.payload import DEFAULT_MAX_PAYLOAD_BYTES, ArgsSealer
+from rota.payload import DEFAULT_MAX_PAYLOAD_BYTES, ArgsSealer, check_text
 from rota.retry import Backoff
 from rota.settings import WorkerSettings
 from rota.task import Task, TaskPolicy
@@ -252,7 +252,7 @@ class App:
         def register(fn: Callable[..., Any]) -> Task[Any, Any]:
             if not callable(fn):
                 raise TaskDefinitionError(f"@app.task decorates a function, not {fn!r}")
-            task_name = name or default_task_name(fn)
+            task_name = check_text(name or default_task_name(fn), "task name", TaskDefinitionError)
             if task_name in self.tasks and self.tasks[task_name].func is not fn:
                 raise TaskDefinitionError(f"a task named {task_name!r} is already registered")
             task: Task[Any, Any] = Task(self, fn, task_name, policy)

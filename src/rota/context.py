@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from rota.errors import LeaseLostError, RotaError
 from rota.job import Job, JobState
-from rota.payload import encode
+from rota.payload import check_text, encode
 
 if TYPE_CHECKING:
     from rota.drivers.base import Driver, ProgressUpdate
@@ -191,6 +191,8 @@ class Context:
             raise RotaError(f"progress is a fraction from 0 to 1, not {fraction!r}")
         if message is not None and not isinstance(message, str):
             raise RotaError(f"a progress message is a string, not {type(message).__name__}")
+        if message is not None:
+            check_text(message, "a progress message")  # else the writer could never store it
         if message is not None and len(message) > PROGRESS_MESSAGE_LIMIT:
             message = message[: PROGRESS_MESSAGE_LIMIT - 1] + "…"
         update = ProgressUpdate(self.job.id, self.lease_token, float(fraction), message)

@@ -125,3 +125,12 @@ class Snooze(Exception):
             raise ValueError("Snooze(seconds) must be >= 0")
         super().__init__(f"snoozed for {seconds}s")
         self.seconds = seconds
+
+
+def describe(exc: BaseException) -> str:
+    """str(exc), or what went wrong when even that raises (a broken __str__ in a task's
+    exception must not cost the attempt its outcome)."""
+    try:
+        return str(exc)
+    except Exception as err:
+        return f"<str() of {type(exc).__name__} failed: {type(err).__name__}>"

@@ -14,27 +14,78 @@ import pydantic_core
 from rota.errors import ArgumentsError, PayloadError, TaskDefinitionError
 
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
+# Levels of lists and objects in one stored value. Deeper JSON cannot be read back
+# reliably (Python's json and pydantic stop near 1000 and 255 levels, whatever the stack
+# holds at the time), so it is refused when it is written.
+MAX_DEPTH = 256
 
 _NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+# A JSON string literal, or one bracket: what the nesting scan steps over.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
 def encode(value: Any, *, what: str = "value", limit: int | None = None) -> str:
-    """Encode `value` as compact JSON, refusing NaN, non-JSON types and oversize payloads."""
+    """Encode `value` as compact JSON, refusing NaN, non-JSON types, text that cannot be
+    stored (NUL, lone surrogates), nesting deeper than MAX_DEPTH and oversize payloads."""
     try:
         text = _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise PayloadError(f"{what} is not JSON: {exc}") from None
+    except RecursionError:
+        raise PayloadError(_too_deep(what)) from None
     # PostgreSQL's jsonb cannot hold U+0000; refuse it on both dialects alike, at the door.
     # (The substring test is cheap; the pattern skips an escaped backslash before "u0000".)
     if "\\u0000" in text and _NUL_ESCAPE.search(text):
         raise PayloadError(f"{what} contains a NUL character (\\u0000), which cannot be stored")
-    if limit is not None:
-        # ASCII text is one byte a character; only other text needs encoding to count.
-        size = len(text) if text.isascii() else len(text.encode())
-        if size > limit:
-            raise PayloadError(f"{what} is {size} bytes, over the {limit}-byte limit")
+    # ASCII text is one byte a character; other text is encoded once, which also finds a
+    # lone surrogate (neither UTF-8 nor storable on either dialect).
+    size = len(text)
+    if not text.isascii():
+        size = len(_utf8(text, what, PayloadError))
+    if limit is not None and size > limit:
+        raise PayloadError(f"{what} is {size} bytes, over the {limit}-byte limit")
+    # Counting brackets is cheap; only a payload with that many is scanned for its depth.
+    if text.count("[") + text.count("{") > MAX_DEPTH and _depth(text) > MAX_DEPTH:
+        raise PayloadError(_too_deep(what))
     return text
+
+
+def check_text(value: str, what: str, error: type[Exception] = PayloadError) -> str:
+    """Refuse text that no dialect can store the same way: a NUL character (PostgreSQL
+    refuses it, SQLite keeps it) or a lone surrogate (not UTF-8 at all)."""
+    if "\x00" in value:
+        raise error(f"{what} contains a NUL character (\\u0000), which cannot be stored")
+    if not value.isascii():
+        _utf8(value, what, error)
+    return value
+
+
+def _utf8(text: str, what: str, error: type[Exception]) -> bytes:
+    try:
+        return text.encode()
+    except UnicodeEncodeError as exc:
+        code = ord(text[exc.start])
+        raise error(
+            f"{what} contains a lone surrogate (\\u{code:04x}), which is not valid Unicode "
+            "text and cannot be stored"
+        ) from None
+
+
+def _depth(text: str) -> int:
+    deepest = depth = 0
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in ("]", "}"):
+            depth -= 1
+    return deepest
+
+
+def _too_deep(what: str) -> str:
+    return f"{what} is nested too deeply: at most {MAX_DEPTH} levels of lists and objects"
 
 
 def decode(text: str | bytes | None) -> Any:
@@ -94,6 +145,11 @@ class ArgsModel:
             model = self._model.model_validate(args)
             return model.model_dump(mode="json")
         except pydantic.ValidationError as exc:
+            if any(
+                err["type"] == "recursion_depth_exceeded" for err in exc.errors(include_url=False)
+            ):
+                # Too deep for pydantic is too deep to store: the same error as a result.
+                raise PayloadError(_too_deep(f"arguments of {task_name}")) from None
             raise ArgumentsError(_explain(task_name, exc, self.names)) from None
         except pydantic_core.PydanticSerializationError as exc:
             raise PayloadError(f"arguments of {task_name} are not JSON: {exc}") from None

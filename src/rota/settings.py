@@ -86,6 +86,9 @@ class WorkerSettings:
     # Resource labels this worker has (`{"gpu", "mem:large"}`): it claims jobs whose
     # `requires` are all among them, and advertises them in rota_workers (rota.routing).
     capabilities: frozenset[str] = frozenset()
+    # Leave (exit status 4) once every slot is held by a sync task hung past its timeout,
+    # so that a supervisor starts a fresh process: `--processes` sets it for its children.
+    exit_when_hung: bool = False
 
     def __post_init__(self) -> None:
         if not self.queues:

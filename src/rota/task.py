@@ -14,7 +14,7 @@ from rota.drivers.base import JobInsert
 from rota.errors import ArgumentsError, ConfigurationError, TaskDefinitionError
 from rota.job import Job, JobState
 from rota.labels import check_labels, check_queue_name
-from rota.payload import ArgsModel, ArgsSealer, encode
+from rota.payload import ArgsModel, ArgsSealer, check_text, encode
 from rota.retry import Backoff
 
 
@@ -122,6 +122,8 @@ def check_partition_options(partition_key: object, expires_at: object, at: datet
         raise ArgumentsError(
             f"partition_key must be a non-empty string of at most {MAX_KEY_LENGTH} chars"
         )
+    if partition_key is not None:
+        check_text(partition_key, "partition_key")
     if expires_at is not None:
         if not isinstance(expires_at, datetime):
             raise ArgumentsError(f"expires_at= must be a datetime, not {type(expires_at).__name__}")
@@ -296,6 +298,9 @@ class Task(Generic[P, R]):
             raise ArgumentsError(
                 f"key must be a non-empty string of at most {MAX_KEY_LENGTH} chars"
             )
+        if key is not None:
+            # The same on both dialects: PostgreSQL refuses a NUL that SQLite would keep.
+            check_text(key, "key")
         if at is not None and delay is not None:
             raise ArgumentsError("pass at= or delay=, not both")
         if at is not None:

@@ -2,7 +2,8 @@
 over HTTP, three workers with one SIGKILLed every 1.5 s, every backend of the run's own
 database terminated half-way (the CI stand-in for a server restart, which would disturb the
 other tests sharing the server), and a SIGTERM drain. The runner checks lost orders = 0,
-duplicate tickets = 0 and every job terminal, and exits non-zero otherwise."""
+duplicate tickets = 0, every job terminal, no poison job stuck and no job run twice after
+it succeeded, and exits non-zero otherwise."""
 
 from __future__ import annotations
 
@@ -65,7 +66,14 @@ def test_short_chaos_run_loses_nothing_and_duplicates_nothing(tmp_path: Path) ->
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
     assert "PASSED" in out
-    for check in ("lost orders", "duplicate tickets", "duplicate mails", "jobs not terminal"):
+    for check in (
+        "lost orders",
+        "duplicate tickets",
+        "duplicate mails",
+        "jobs not terminal",
+        "poison jobs stuck",
+        "run twice after success",
+    ):
         assert re.search(rf"✓ {check}\s+0\b", out), (check, out)
     result = json.loads((tmp_path / "chaos" / "result.json").read_text())
     figures, audit = result["figures"], result["audit"]
@@ -74,3 +82,8 @@ def test_short_chaos_run_loses_nothing_and_duplicates_nothing(tmp_path: Path) ->
     assert audit["tickets"] == audit["pdfs"] == 500 - audit["broken"] > 0
     assert audit["dead_letters"] == audit["broken"] == 10
     assert figures["unexpected_exits"] == 0 and not any(figures["sigterm_exit_codes"])
+    # The poison jobs (#17): each ended with its outcome recorded, beside healthy probes.
+    poison = figures["poison"]
+    assert poison["poison_jobs"] == 8 and poison["stuck"] == poison["wrong_outcome"] == 0
+    assert poison["probes_completed"] == poison["probes"] == 20
+    assert poison["run_twice_after_success"] == 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,6 +12,7 @@ import rota
 from rota.drivers.base import Completion, JobInsert
 from rota.job import JobState
 from rota.worker.fetcher import claim_now
+from tests.helpers import wait_for
 
 
 def row(task: str = "t", queue: str = "q", priority: int = 0, **kw: object) -> JobInsert:
@@ -105,8 +105,7 @@ def test_completion_is_fenced_by_the_lease_token(app: rota.App) -> None:
     d = app.driver
     d.job_insert_many([row()])
     (first,) = claim_now(app, "q", 1, "w1", 0.05)
-    time.sleep(0.2)
-    assert d.job_rescue_expired(100).rescued == 1
+    wait_for(lambda: d.job_rescue_expired(100).rescued == 1)  # once the lease is over
     (second,) = claim_now(app, "q", 1, "w2", 30)
     assert second.id == first.id and second.attempt == 2
     assert second.lease_token != first.lease_token
@@ -125,24 +124,32 @@ def test_completion_is_fenced_by_the_lease_token(app: rota.App) -> None:
 
 
 def test_lease_renewal_keeps_a_long_job_from_rescue(app: rota.App) -> None:
+    """On the database clock, with no margin to guess: the first lease runs out while the
+    renewed one holds, and only a lease left to run out gets the job rescued."""
     d = app.driver
     d.job_insert_many([row()])
-    (job,) = claim_now(app, "q", 1, "w1", 0.3)
-    for _ in range(4):
-        time.sleep(0.15)
-        renewed = d.job_lease_renew([(job.id, job.lease_token or "")], 0.3)
-        assert [r.job_id for r in renewed] == [job.id]
-        assert d.job_rescue_expired(10).rescued == 0
-    time.sleep(0.4)
-    assert d.job_rescue_expired(10).rescued == 1
+    (job,) = claim_now(app, "q", 1, "w1", 0.5)
+    lease = [(job.id, job.lease_token or "")]
+    first_expiry = job.lease_expires_at
+    assert first_expiry is not None
+    renewed = d.job_lease_renew(lease, 60)
+    assert [r.job_id for r in renewed] == [job.id]
+    held = d.job_get(job.id)
+    assert held is not None and held.lease_expires_at is not None
+    assert held.lease_expires_at - first_expiry > timedelta(seconds=55)
+    wait_for(lambda: d.db_now() > first_expiry)  # the first lease is over
+    assert d.job_rescue_expired(10).rescued == 0  # the renewed one holds
+    assert [r.job_id for r in d.job_lease_renew(lease, 0.05)] == [job.id]
+    wait_for(lambda: d.job_rescue_expired(10).rescued == 1)  # not renewed: rescued
+    rescued = d.job_get(job.id)
+    assert rescued is not None and rescued.state is JobState.AVAILABLE
 
 
 def test_rescue_discards_when_attempts_are_exhausted(app: rota.App) -> None:
     d = app.driver
     d.job_insert_many([row(max_attempts=1)])
     claim_now(app, "q", 1, "w1", 0.01)
-    time.sleep(0.1)
-    report = d.job_rescue_expired(10)
+    report = wait_for(lambda: (r := d.job_rescue_expired(10)).discarded and r)
     assert (report.rescued, report.discarded) == (0, 1)
     (job,) = d.job_list(rota.drivers.base.JobFilter(states=(JobState.DISCARDED,)))
     assert job.finished_at is not None
@@ -164,8 +171,7 @@ def test_retry_snooze_and_refund(app: rota.App) -> None:
     assert ra.state is JobState.RETRYABLE and ra.max_attempts == 3
     assert ra.run_at - d.db_now() > timedelta(seconds=50)
     assert rb.state is JobState.SCHEDULED and rb.max_attempts == 4  # snooze refunds
-    time.sleep(0.1)
-    assert d.job_stage_due(100) == 1
+    assert wait_for(lambda: d.job_stage_due(100)) == 1  # once the 0.05 s snooze is over
     assert d.job_get(b.id).state is JobState.AVAILABLE  # type: ignore[union-attr]
     assert d.job_get(a.id).state is JobState.RETRYABLE  # type: ignore[union-attr]
 
@@ -225,12 +231,16 @@ def test_retry_brings_a_discarded_job_back_with_an_attempt(app: rota.App) -> Non
 
 def test_paused_queue_is_not_fetched(app: rota.App) -> None:
     d = app.driver
-    d.job_insert_many([row()])
+    # Due an hour ago on the database clock: its age is known to the second.
+    inserted = d.db_now()
+    d.job_insert_many([row(at=inserted - timedelta(hours=1))])
     app.pause_queue("q")
     assert claim_now(app, "q", 10, "w", 30) == []
     (report,) = [r for r in app.list_queues() if r.name == "q"]
+    since = (d.db_now() - inserted).total_seconds()
     assert report.paused and report.counts == {"available": 1}
-    assert report.oldest_available_age is not None and report.oldest_available_age >= 0
+    assert report.oldest_available_age is not None
+    assert 3600 <= report.oldest_available_age <= 3600 + since + 0.01
     app.resume_queue("q")
     assert len(claim_now(app, "q", 10, "w", 30)) == 1
 
@@ -240,8 +250,7 @@ def test_leader_election_is_exclusive_and_expires(app: rota.App) -> None:
     assert d.leader_attempt_elect("m", "a", 0.3)
     assert not d.leader_attempt_elect("m", "b", 0.3)
     assert d.leader_attempt_elect("m", "a", 0.3)  # renewal
-    time.sleep(0.4)
-    assert d.leader_attempt_elect("m", "b", 0.3)
+    wait_for(lambda: d.leader_attempt_elect("m", "b", 0.3))  # once a's term is over
     d.leader_resign("m", "b")
     assert d.leader_attempt_elect("m", "a", 0.3)
 
@@ -251,9 +260,8 @@ def test_prune_removes_only_old_finished_jobs(app: rota.App) -> None:
     d.job_insert_many([row(), row(), row()])
     a, b, _c = claim_now(app, "q", 3, "w", 30)
     d.job_complete_many([done(a), done(b, JobState.DISCARDED)])
-    time.sleep(0.05)
     assert d.job_prune_finished(3600, 3600, 100) == 0
-    assert d.job_prune_finished(0.01, 3600, 100) == 1
+    assert wait_for(lambda: d.job_prune_finished(0.01, 3600, 100)) == 1
     assert d.job_get(a.id) is None and d.job_get(b.id) is not None
 
 

@@ -1,10 +1,10 @@
 """Queue limits across real worker processes: a global concurrency limit of 3 over four
 `rota worker` processes, sampled from the database, on both dialects; and a rate limit
-held within 10% over 20 seconds (PostgreSQL only, to keep CI short)."""
+never exceeded in any second by two processes (PostgreSQL only, to keep CI short).
+How close the rate comes to its limit is measured in bench/, not asserted here."""
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 
 import pytest
@@ -63,7 +63,7 @@ def test_global_limit_of_three_holds_across_four_worker_processes(
     )
 
 
-def test_rate_limit_holds_within_ten_percent_over_twenty_seconds(
+def test_rate_limit_is_never_exceeded_in_any_second_by_two_processes(
     pg_url: str,
     spawn: Spawn,  # noqa: F811
 ) -> None:
@@ -83,13 +83,12 @@ def test_rate_limit_holds_within_ten_percent_over_twenty_seconds(
                 j for j in app.list_jobs(queue="paced", limit=10_000) if j.attempted_at is not None
             ]
 
-        until(lambda: len(started()) >= 1, *workers, timeout=30)
-        time.sleep(21.5)
+        # A hundred starts: ten seconds of the limit, claimed by both processes at once.
+        until(lambda: len(started()) >= 100, *workers, timeout=120)
         times = sorted(j.attempted_at for j in started() if j.attempted_at is not None)
-        first = times[0]
-        window = [t for t in times if t < first + timedelta(seconds=20)]
-        assert 180 <= len(window) <= 220, len(window)  # 10 per second, within 10%
-        for i, t in enumerate(times):  # and never more than 10 in any one second
+        for i, t in enumerate(times):  # never more than 10 in any one second (DB clock)
             assert len([u for u in times[i : i + 12] if u < t + timedelta(seconds=1)]) <= 10
+        span = (times[-1] - times[0]).total_seconds()
+        assert len(times) <= 10 * (span + 1)
     finally:
         app.close()

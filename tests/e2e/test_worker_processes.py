@@ -321,6 +321,81 @@ def test_a_second_signal_returns_running_jobs_at_once(
     assert outcomes(returned) == [Outcome.SHUTDOWN]
 
 
+@pytest.mark.parametrize(
+    ("target", "sig"),
+    [
+        ("group", signal.SIGINT),  # Ctrl-C in a terminal: the whole process group at once
+        ("each", signal.SIGINT),  # the same, with the children's copies handled first
+        ("each", signal.SIGTERM),  # systemd's default KillMode signals every process
+        ("supervisor", signal.SIGTERM),  # Kubernetes: PID 1 only
+    ],
+)
+def test_one_signal_drains_every_process_however_it_arrives(
+    app: rota.App,
+    database_url: str,
+    spawn: Spawn,
+    box: Path,
+    tmp_path: Path,
+    target: str,
+    sig: signal.Signals,
+) -> None:
+    """With --processes, a signal that reaches the children directly and through the
+    supervisor is still one drain: running jobs finish within the grace (#17, case 11)."""
+    register(app)
+    release = tmp_path / "release"
+    jobs = [app.enqueue("hold", {"box": str(box), "release": str(release)}) for _ in range(2)]
+    pair = spawn(database_url, "--processes", "2", "--grace", "30", queues="default=1")
+    until(lambda: len({r["pid"] for r in starts(box)}) == 2, pair, timeout=30)
+
+    if target == "group":
+        os.killpg(pair.pid, sig)
+    elif target == "each":
+        for pid in {r["pid"] for r in starts(box)}:
+            os.kill(pid, sig)
+        pair.wait_logged("waiting up to", count=2)
+        pair.send(sig)
+    else:
+        pair.send(sig)
+    # The supervisor's request reached both children, and both are draining.
+    pair.wait_logged("drain requested", count=2)
+    pair.wait_logged("waiting up to", count=2)
+    release.touch()
+    assert pair.wait(30) == 0
+    assert pair.count_logged("stopping now") == 0, pair.logs()
+    for job in jobs:
+        done = app.get_job(job.id)
+        assert done is not None and done.state is JobState.COMPLETED, done
+        assert outcomes(done) == [Outcome.COMPLETED]
+
+
+def test_a_process_whose_slots_are_all_hung_is_replaced(
+    app: rota.App, database_url: str, spawn: Spawn, box: Path
+) -> None:
+    """Under --processes, a process whose every slot is held by a plain task hung past its
+    timeout (its thread cannot be stopped) exits once its jobs are returned, and the
+    supervisor starts a fresh one, as Celery's hard time limit replaces its child
+    (#17, case 8)."""
+    register(app)
+    hung = [app.enqueue("hang", {"box": str(box)}) for _ in range(2)]
+    pair = spawn(database_url, "--processes", "2", queues="default=1")
+    until(lambda: len({r["pid"] for r in starts(box)}) == 2, pair, timeout=30)
+    for job in hung:  # each timed out once and is dead-lettered, never run again
+        done = until(lambda job=job: finished(app, job.id), pair, timeout=15)
+        assert done.state is JobState.DISCARDED
+        assert done.history[-1].error_type == "rota.errors.TaskTimeoutError"
+    pair.wait_logged("all 1 slots are hung", count=2)
+    pair.wait_logged("started: queues", count=4, timeout=30)  # two fresh processes
+    later = app.enqueue("nap", {"box": str(box), "seconds": 0})
+    done = until(lambda: finished(app, later.id), pair, timeout=30)
+    assert done.state is JobState.COMPLETED
+    assert done.history[-1].worker not in {
+        j.history[-1].worker for j in app.list_jobs() if j.id != later.id
+    }
+    assert len(starts(box, hung[0].id)) == 1 and len(starts(box, hung[1].id)) == 1
+    pair.send(signal.SIGTERM)
+    assert pair.wait(30) == 0
+
+
 # --- many workers, one run per attempt ---------------------------------------------------
 
 

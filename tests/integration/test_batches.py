@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import rota
-from rota.batches import BatchError, BatchNotFoundError, BatchStatus, FailureRule, SuccessRule
+from rota.batches import BatchError, BatchNotFoundError, FailureRule, SuccessRule
 from rota.batches.service import BatchController, BatchReport
 from rota.job import JobState
 from tests.helpers import fast_settings, run_worker_until
@@ -430,9 +430,11 @@ def test_the_controller_service_is_wired_and_reports(app: rota.App) -> None:
     assert controller.next_delay(BatchReport()) == 0.2
     with pytest.raises(rota.ConfigurationError, match="batch_interval"):
         rota.WorkerSettings(batch_interval=0)
-    assert isinstance(
-        app.batch(worker.app.task(lambda: None, name="t"), completions=0), BatchStatus
-    )
+    # Zero completions: complete at once, with nothing run (Kubernetes: completions: 0).
+    empty = app.batch(worker.app.task(lambda: None, name="t"), completions=0)
+    assert (empty.condition, empty.reason) == ("Complete", "CompletionsReached")
+    assert (empty.active, empty.succeeded, empty.failed) == (0, 0, 0)
+    assert empty.finished_at is not None and app.list_jobs() == []
 
 
 def test_a_graceful_shutdown_hands_the_job_back_without_a_failure(app: rota.App) -> None:

@@ -231,7 +231,10 @@ def test_cancel_a_running_job_asks_it_to_stop(run: Invoke, tasks_app: rota.App) 
 
 
 def test_queues_ls_pause_resume(run: Invoke, tasks_app: rota.App) -> None:
-    enqueue_json(run, "greet", "--arg", "name=Ada")
+    # Due an hour ago on the database clock: the oldest job's age is known.
+    inserted = tasks_app.driver.db_now()
+    due = (inserted - timedelta(hours=1)).isoformat()
+    enqueue_json(run, "greet", "--arg", "name=Ada", "--at", due)
     enqueue_json(run, "greet", "--arg", "name=Bob")
     enqueue_json(run, "nap", "--args", json.dumps({"box": "/tmp", "seconds": 0}))
 
@@ -241,9 +244,10 @@ def test_queues_ls_pause_resume(run: Invoke, tasks_app: rota.App) -> None:
         return found  # type: ignore[no-any-return]
 
     mail = queue("mail")
+    since = (tasks_app.driver.db_now() - inserted).total_seconds()
     assert mail["paused"] is False
     assert mail["counts"].get("available") == 2
-    assert mail["oldest_available_age_s"] >= 0
+    assert 3600 <= mail["oldest_available_age_s"] <= 3600 + since + 0.01
     assert queue("default")["counts"].get("available") == 1
 
     assert as_json(run("queues", "pause", "mail", "--json")) == {"name": "mail", "paused": True}
@@ -278,7 +282,7 @@ def error_text(result: Result) -> str:
         pytest.param(
             ["nope", "--arg", "x=1"],
             1,
-            "unknown task 'nope'. Known tasks: greet, hold, hold_async, nap",
+            "unknown task 'nope'. Known tasks: greet, hang, hold, hold_async, nap",
             id="unknown-task",
         ),
         pytest.param(

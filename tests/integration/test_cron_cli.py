@@ -144,3 +144,16 @@ def test_next_checks_an_expression_under_both_dst_policies(run: Invoke) -> None:
     assert k8s["next_runs"] == ["2025-03-10T02:30:00-04:00"]
     text = run("cron", "next", "@daily", "--tz", "Europe/Berlin", "--count", "1")
     assert text.exit_code == 0 and "00:00:00 CE" in text.output
+
+
+def test_next_reads_day_of_week_steps_as_kubernetes_does(run: Invoke) -> None:
+    """`1/2` is Monday, Wednesday, Friday: 2026-12-06 (a Sunday) is not a run (#17)."""
+    result = ok_json(
+        run("cron", "next", "0 0 * * 1/2", "--after", "2026-12-01T12:00", "--count", "4", "--json")
+    )
+    assert [t[:10] for t in result["next_runs"]] == [
+        "2026-12-02",
+        "2026-12-04",
+        "2026-12-07",
+        "2026-12-09",
+    ]

@@ -318,6 +318,24 @@ def test_row_12_dst_under_both_policies(
         assert datetime.fromisoformat(run.scheduled_local) == run.scheduled_at
 
 
+@pytest.mark.parametrize("dst", ["once", "kubernetes"])
+def test_day_of_week_steps_run_on_the_days_kubernetes_runs_them(
+    app: rota.App, cron: Controller, dst: str
+) -> None:
+    """`1/2` in day-of-week is `1-6/2` in Kubernetes: Monday, Wednesday, Friday; never
+    Sunday (cronsim alone reads it up to 7, which is Sunday again) (#17)."""
+    from zoneinfo import ZoneInfo
+
+    berlin = ZoneInfo("Europe/Berlin")
+    begin = datetime(2026, 11, 29, 12, tzinfo=berlin).astimezone(UTC)  # a Sunday
+    declare(app, "0 0 * * 1/2", created=begin, tz="Europe/Berlin", dst=dst)
+    for step in range(1, 14 * 4 + 1):  # a pass every 6 hours for two weeks
+        cron.pass_at(begin + timedelta(hours=6 * step))
+    runs = sorted(app.schedule_history("s", limit=100), key=lambda r: r.scheduled_at)
+    days = [r.scheduled_at.astimezone(berlin).strftime("%a %d") for r in runs]
+    assert days == ["Mon 30", "Wed 02", "Fri 04", "Mon 07", "Wed 09", "Fri 11"]
+
+
 @pytest.mark.parametrize(
     ("expression", "policy", "message"),
     [

@@ -21,7 +21,11 @@ def test_cron_over_a_task_uses_its_policy_with_overrides(app: rota.App) -> None:
 
     assert isinstance(report, rota.Task) and app.tasks[report.name] is report
     declared = app.schedules["hourly-report"]
-    assert isinstance(declared, rota.Schedule)
+    assert (declared.name, declared.task, declared.spec.expression) == (
+        "hourly-report",
+        report.name,
+        "@hourly",
+    )
     assert (declared.job.queue, declared.job.priority, declared.job.max_attempts) == (
         "reports",
         -5,

@@ -21,7 +21,7 @@ from rota.observe.cluster import cluster_registry
 from rota.ops.service import QueueHoldService
 from rota.telemetry.logging import JsonFormatter
 from rota.telemetry.prometheus import render_text
-from tests.helpers import fast_settings, run_worker_until, wait_for
+from tests.helpers import claims_tried, fast_settings, run_worker_until, wait_for
 
 Invoke = Callable[..., Result]
 
@@ -148,13 +148,13 @@ async def _a_worker_starts_nothing_while_the_window_is_closed(app: rota.App) -> 
         await asyncio.to_thread(wait_for, lambda: worker.elector.is_leader and service.runs > 0)
         for n in range(5):
             report.enqueue(n=n)
-        await asyncio.sleep(0.5)  # five poll intervals: the closed window starts nothing
+        await claims_tried(worker, "reports")  # the worker looked: the closed window held
         assert ran == [] and paused(app, "reports")
         # The operator pauses too; the window opening must not undo that.
         await asyncio.to_thread(app.pause_queue, "reports")
         clock.now = BERLIN_TWO
         await asyncio.to_thread(wait_for, lambda: sources(app, "reports") == {"manual"})
-        await asyncio.sleep(0.3)
+        await claims_tried(worker, "reports")
         assert ran == []
         await asyncio.to_thread(app.resume_queue, "reports")
         await asyncio.to_thread(wait_for, lambda: len(ran) == 5)

@@ -12,7 +12,7 @@ import pytest
 import rota
 from rota.drivers.base import JobInsert
 from rota.worker.fetcher import claim_now
-from tests.helpers import fast_settings, run_worker_until
+from tests.helpers import async_wait_for, claims_tried, fast_settings, run_worker_until
 
 
 def state_of(app: rota.App, job_id: int) -> rota.JobState | None:
@@ -229,12 +229,19 @@ def test_a_rescued_job_refuses_the_stale_workers_writes(app: rota.App) -> None:
 
     async def scenario() -> None:
         task_a = asyncio.create_task(worker_a.run())
-        while state_of(app, job.id) is not rota.JobState.RUNNING:
+        # Running, and tracked by A's heartbeater (the claim commits before A starts it).
+        while worker_a.heartbeater.context(job.id) is None:
             await asyncio.sleep(0.02)
-        # Simulate a long GC pause of A: its heartbeater does not get to renew.
+        assert state_of(app, job.id) is rota.JobState.RUNNING
+        # Simulate a long GC pause of A: its heartbeater does not get to renew. (A beat
+        # already under way may still renew it once; the rescue waits that out.)
         worker_a.heartbeater.untrack(job.id)
-        await asyncio.sleep(0.7)
-        assert (await asyncio.to_thread(app.driver.job_rescue_expired, 10)).rescued == 1
+
+        async def rescued() -> bool:
+            report = await asyncio.to_thread(app.driver.job_rescue_expired, 10)
+            return report.rescued == 1
+
+        await async_wait_for(rescued, timeout=10)
         fetched = await asyncio.to_thread(claim_now, app, "default", 1, "B", 30)
         assert fetched and fetched[0].attempt == 2
         release.set()  # A wakes up and tries to complete attempt 1
@@ -296,7 +303,7 @@ def test_paused_queue_holds_jobs_until_resumed(app: rota.App) -> None:
 
     async def scenario() -> None:
         task = asyncio.create_task(worker.run())
-        await asyncio.sleep(0.5)
+        await claims_tried(worker, "reports")  # it looked, and the pause held
         assert state_of(app, job.id) is rota.JobState.AVAILABLE
         await asyncio.to_thread(app.resume_queue, "reports")
         while state_of(app, job.id) is not rota.JobState.COMPLETED:

@@ -111,3 +111,32 @@ def test_context_parameter_is_skipped() -> None:
     def f(ctx: object, n: int) -> None: ...
 
     assert model(f, skip_first=True).names == ("n",)
+
+
+def nested(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def test_encode_refuses_lone_surrogates_and_deep_nesting_with_a_payload_error() -> None:
+    with pytest.raises(PayloadError, match=r"lone surrogate \(\\ud800\)"):
+        encode({"s": "a\ud800b"})
+    with pytest.raises(PayloadError, match="lone surrogate"):
+        encode({"\udfff": 1})
+    assert encode({"s": "😀 ü"}) == '{"s":"😀 ü"}'  # a valid pair is just text
+    assert encode(nested(256))
+    with pytest.raises(PayloadError, match="nested too deeply: at most 256 levels"):
+        encode(nested(257))
+    with pytest.raises(PayloadError, match="nested too deeply"):
+        encode(nested(10_000))  # past Python's own recursion limit
+    # Brackets inside strings are text, not nesting.
+    assert encode({"s": "[" * 5000})
+
+
+def test_arguments_nested_too_deeply_are_a_payload_error() -> None:
+    def f(x: Any = None) -> None: ...
+
+    with pytest.raises(PayloadError, match="nested too deeply"):
+        model(f).dump("f", {"x": nested(10_000)})

@@ -31,7 +31,7 @@ from rota.schedules.spec import ScheduleWarning, check_run_name
         ("0 0 ? * MON", "0 0 * * MON"),
         ("0 0 1 * ?", "0 0 1 * *"),
         ("30 6-16/4 * * 1-5", "30 6-16/4 * * 1-5"),
-        ("5/15 * * * *", "5/15 * * * *"),
+        ("5/15 * * * *", "5-59/15 * * * *"),
         # Kubernetes (robfig) treats `*/2` as a restriction: day-of-month OR day-of-week.
         ("0 0 */2 * MON", "0 0 1-31/2 * MON"),
         ("0 0 * * */2", "0 0 * * 0-6/2"),

@@ -3,7 +3,7 @@ details, and every endpoint doing what the CLI does."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import rota
 from rota.testing import drain
@@ -208,14 +208,18 @@ def test_enqueue_retry_and_cancel(site: Site) -> None:
 
 
 def test_queues_depth_series_pause_and_resume(site: Site) -> None:
+    # The oldest was due an hour ago on the database clock: its age is known.
+    inserted = site.app.driver.db_now()
     for order in range(3):
-        site.app.enqueue("shop.charge", {"order": order})
+        at = inserted - timedelta(hours=1) if order == 0 else None
+        site.app.enqueue("shop.charge", {"order": order}, at=at)
     site.app.enqueue("shop.email", {"to": "x"})
     drain(site.app, ["mail"])
     h = site.as_("operator")
     queues = {q["name"]: q for q in site.client.get("/api/queues", headers=h).json()}
+    since = (site.app.driver.db_now() - inserted).total_seconds()
     assert queues["payments"]["depth"] == 3 and queues["payments"]["paused"] is False
-    assert queues["payments"]["oldest_available_age_s"] >= 0
+    assert 3600 <= queues["payments"]["oldest_available_age_s"] <= 3600 + since + 0.01
     assert queues["mail"]["counts"] == {"completed": 1} and queues["mail"]["depth"] == 0
     series = site.client.get("/api/queues/series?window=600&bucket=60", headers=h).json()
     assert series["window"] == 600

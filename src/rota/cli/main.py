@@ -4,6 +4,8 @@ feature names (Feature.commands), mounted in the features' order."""
 from __future__ import annotations
 
 import importlib
+import io
+import sys
 
 import click
 
@@ -26,6 +28,11 @@ from rota.standard import standard_features
 @click.version_option(__version__, prog_name="rota")
 def cli() -> None:
     """rota: durable background jobs on SQLite or PostgreSQL."""
+    # Stored text may hold what the terminal cannot encode (a lone surrogate written by an
+    # older version, or by SQLite directly): show it escaped rather than crash (#17).
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
 
 
 for _command in (migrate, worker, enqueue, jobs, queues, run, scale_hint_command, k8s, db):

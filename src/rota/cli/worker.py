@@ -15,7 +15,7 @@ from rota.ops.retention import parse_retention
 from rota.settings import parse_queues
 from rota.telemetry.logging import configure
 from rota.worker import Worker, WorkerSettings
-from rota.worker.supervisor import EXIT_SCHEMA, supervise
+from rota.worker.supervisor import EXIT_SCHEMA, REQUESTS, supervise
 
 
 @click.command()
@@ -144,6 +144,8 @@ from rota.worker.supervisor import EXIT_SCHEMA, supervise
 @click.option(
     "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
+# Set by the --processes supervisor for its children (WorkerSettings.exit_when_hung).
+@click.option("--exit-when-hung", is_flag=True, hidden=True)
 def worker(
     app_path: str | None,
     database_url: str | None,
@@ -169,13 +171,17 @@ def worker(
     log_format: str,
     retention: tuple[str, ...] = (),
     capabilities: tuple[str, ...] = (),
+    exit_when_hung: bool = False,
 ) -> None:
     """Run jobs from the given queues until SIGTERM (drain) or a second SIGTERM (stop now)."""
     # A SIGTERM during start-up (Kubernetes may send one at any time) must still end in
     # a clean exit: remember it until the worker's own handlers are installed.
     early_stop: list[int] = []
-    for signum in (signal.SIGTERM, signal.SIGINT):
+    for signum in (signal.SIGTERM, signal.SIGINT, *REQUESTS):
         signal.signal(signum, lambda sig, _frame: early_stop.append(sig))
+    # A supervisor starts its children with its requests blocked (supervisor.py): one sent
+    # during start-up is delivered now, to the handler above.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, REQUESTS)
     configure(log_level, log_format)
     if not app_path:
         raise click.UsageError("worker needs --app package.module:app (or $ROTA_APP)")
@@ -199,6 +205,7 @@ def worker(
             metrics_port=metrics_port,
             metrics_host=metrics_host,
             capabilities=frozenset(capabilities),
+            exit_when_hung=exit_when_hung,
         )
         settings_kwargs.update(parse_retention(retention))
         WorkerSettings(**settings_kwargs)  # type: ignore[arg-type]  # validate before forking
@@ -246,6 +253,8 @@ def worker(
             log_level,
             "--log-format",
             log_format,
+            # A child whose every slot is hung leaves; a fresh one takes its place.
+            "--exit-when-hung",
         ]
         # The URL goes to the children through the environment, not argv: a password
         # on a command line is visible to every user of the machine (ps).
@@ -273,8 +282,8 @@ def worker(
 
     async def main() -> None:
         runner.install_signal_handlers()
-        if early_stop:
-            runner.stop()
+        for signum in early_stop:
+            runner.on_signal(signal.Signals(signum).name)
         await runner.run()
 
     try:
@@ -289,4 +298,4 @@ def worker(
     sys.stderr.flush()
     # Sync tasks still running past the grace cannot be interrupted; their jobs were
     # returned to the queue, so leave without waiting for their threads.
-    os._exit(0)
+    os._exit(runner.exit_code)

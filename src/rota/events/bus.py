@@ -18,7 +18,7 @@ from rota.drivers.base import JobInsert
 from rota.errors import ArgumentsError, PayloadError, TaskDefinitionError
 from rota.events.store import EventFilter, EventRecord, EventStore, Subscription
 from rota.job import Job
-from rota.payload import encode
+from rota.payload import check_text, encode
 from rota.retry import Backoff
 from rota.task import Task, _takes_context
 
@@ -219,6 +219,8 @@ class EventBus:
             raise ArgumentsError(
                 f"key must be a non-empty string of at most {MAX_KEY_LENGTH} chars"
             )
+        if key is not None:
+            check_text(key, "key")
         try:
             payload_json = encode(
                 payload, what=f"the payload of event {name!r}", limit=self._app.max_payload_bytes

@@ -8,7 +8,7 @@ import contextlib
 import logging
 
 from rota.drivers.base import Driver
-from rota.maintenance.service import DbCall
+from rota.maintenance.service import DbCall, log_failure
 
 log = logging.getLogger("rota.leader")
 
@@ -42,8 +42,9 @@ class Elector:
                 await db(self.attempt)
             except Exception as exc:
                 # Without the database we cannot prove leadership, so stop acting as leader.
+                # The next try keeps the pace: a leader that backed off would lose its term.
                 self.is_leader = False
-                log.warning("leader election failed: %s", exc)
+                log_failure(log, "leader election", exc, "not leading until it succeeds")
             # Renew well inside the ttl; followers poll at the same pace.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=self.ttl / 3)

@@ -1,5 +1,6 @@
 """PeriodicService: the base owns the loop (interval, jitter, leader gate, error
-backoff); each service only writes `run_once() -> Report`, which tests call directly."""
+backoff); each service only writes `run_once() -> Report`, which tests call directly.
+Also what every loop of a worker does when a pass fails: back off, and say why."""
 
 from __future__ import annotations
 
@@ -10,11 +11,42 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 from rota.drivers.base import Driver
+from rota.errors import RotaError, describe
 
 log = logging.getLogger("rota.maintenance")
 
 # Runs a blocking driver call off the event loop.
 DbCall = Callable[..., Awaitable[Any]]
+
+
+def backoff_delay(failures: int, base: float, cap: float) -> float:
+    """Seconds to wait after `failures` failures in a row: doubling from `base` up to
+    `cap`, drawn from the upper half of that (jitter, so that workers that failed
+    together do not retry in step, while each wait is still longer than the last)."""
+    top = min(cap, base * 2 ** min(max(failures, 1) - 1, 60))
+    return random.uniform(top / 2, top)
+
+
+def expected_failure(exc: BaseException) -> bool:
+    """A failure of the surroundings, not a bug: rota's own errors (the database is away,
+    the schema or a privilege is missing), the network, and a driver's OperationalError
+    (a lost connection; SQLite's busy database)."""
+    return isinstance(exc, RotaError | OSError | TimeoutError) or any(
+        cls.__name__ == "OperationalError" for cls in type(exc).__mro__
+    )
+
+
+def log_failure(logger: logging.Logger, what: str, exc: BaseException, then: str) -> None:
+    """One line for an expected failure; with the traceback for anything else, which is a
+    bug worth reporting (`what failed (Type: message); then`)."""
+    logger.warning(
+        "%s failed (%s: %s); %s",
+        what,
+        type(exc).__name__,
+        describe(exc),
+        then,
+        exc_info=None if expected_failure(exc) else exc,
+    )
 
 
 class PeriodicService:
@@ -63,14 +95,8 @@ class PeriodicService:
                     log.info("%s: %s", self.name, report)
             except Exception as exc:
                 failures += 1
-                delay = min(self.interval * 2**failures, 30.0)
-                log.warning(
-                    "%s failed (%s: %s); retrying in %.1fs",
-                    self.name,
-                    type(exc).__name__,
-                    exc,
-                    delay,
-                )
+                delay = backoff_delay(failures, 2 * self.interval, 30.0)
+                log_failure(log, self.name, exc, f"retrying in {delay:.1f}s")
 
 
 def _nonzero(report: object) -> bool:

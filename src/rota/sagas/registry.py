@@ -19,7 +19,7 @@ from rota.errors import (
     TaskDefinitionError,
 )
 from rota.job import Job, JobState
-from rota.payload import encode
+from rota.payload import check_text, encode
 from rota.sagas import engine, machine
 from rota.sagas.definition import Saga
 from rota.sagas.runner import register_step
@@ -38,7 +38,7 @@ def _check_key(key: object) -> str:
             f"a saga key is a non-empty string of at most {MAX_KEY_LENGTH} chars "
             f"(the business key, like 'order-42'), not {key!r}"
         )
-    return key
+    return check_text(key, "the saga key")
 
 
 class SagaRegistry:

@@ -56,6 +56,9 @@ _ALLOWED = {
 }
 _DOM, _DOW = 2, 4
 _FULL_RANGE = {_DOM: "1-31", _DOW: "0-6"}
+# The largest value of each field in robfig/cron (Kubernetes): day-of-week ends at 6
+# (Saturday), where cronsim also accepts 7 for Sunday.
+_FIELD_MAX = ("59", "23", "31", "12", "6")
 MAX_HISTORY_LIMIT = 100_000
 MAX_NAME_LENGTH = 200
 # Kubernetes' controller checks every 10 s, so shorter deadlines may never start a run.
@@ -65,11 +68,13 @@ SHORT_DEADLINE = 10.0
 def normalize_expression(expression: object) -> str:
     """The 5-field form cronsim evaluates, or ScheduleError saying what is wrong.
 
-    Macros become their fields; `?` becomes `*`; and a day field that restricts days with
-    a step over the whole range (`*/2`) is spelled as a range (`1-31/2`), because the
-    Kubernetes parser treats it as a restriction (day-of-month and day-of-week then match
-    with OR) while cronsim, like Vixie cron, would treat anything starting with `*` as a
-    wildcard (AND)."""
+    Macros become their fields; `?` becomes `*`; a single value with a step (`1/2`) is
+    spelled as the range up to the field's end (`1-6/2`), as robfig/cron reads it (cronsim
+    would run day-of-week `1/2` up to 7, which is Sunday again); and a day field that
+    restricts days with a step over the whole range (`*/2`) is spelled as a range
+    (`1-31/2`), because the Kubernetes parser treats it as a restriction (day-of-month and
+    day-of-week then match with OR) while cronsim, like Vixie cron, would treat anything
+    starting with `*` as a wildcard (AND)."""
     if not isinstance(expression, str):
         raise ScheduleError(f"a cron expression is a string, not {type(expression).__name__}")
     text = expression.strip()
@@ -101,11 +106,23 @@ def normalize_expression(expression: object) -> str:
             f"{expression!r} has {len(fields)} field(s); a cron expression has 5: minute, "
             "hour, day-of-month, month, day-of-week (seconds are not supported)"
         )
+    fields = [_single_steps(field, index) for index, field in enumerate(fields)]
     for index in (_DOM, _DOW):
         fields[index] = _day_field(fields[index], index, expression)
     cron = " ".join(fields)
     _check(cron, expression)
     return cron
+
+
+def _single_steps(field: str, index: int) -> str:
+    """`N/step` -> `N-max/step` in every part of `field` (robfig/cron's getRange: a step
+    after a single value runs to the end of the field)."""
+    parts = []
+    for part in field.split(","):
+        head, slash, step = part.partition("/")
+        single = slash and head not in ("*", "?") and "-" not in head
+        parts.append(f"{head}-{_FIELD_MAX[index]}/{step}" if single else part)
+    return ",".join(parts)
 
 
 def _day_field(field: str, index: int, expression: str) -> str:

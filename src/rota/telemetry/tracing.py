@@ -4,6 +4,7 @@ Without OpenTelemetry installed, or without a tracer provider set, nothing is do
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -11,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rota.drivers.base import JobInsert
+from rota.errors import describe
 from rota.job import Job
 
 if TYPE_CHECKING:
@@ -128,9 +130,10 @@ class AttemptSpan:
         span = self.span
         span.set_attribute("rota.job.outcome", outcome)
         if error is not None and outcome != "completed":
-            span.record_exception(error)
+            with contextlib.suppress(Exception):  # a broken __str__ costs only the event
+                span.record_exception(error)
             span.set_attribute("error.type", type(error).__qualname__)
-            span.set_status(Status(StatusCode.ERROR, str(error)[:500]))
+            span.set_status(Status(StatusCode.ERROR, describe(error)[:500]))
         context.detach(self._token)  # type: ignore[arg-type]
         span.end()
 

@@ -217,9 +217,21 @@ def _dispatch(app: App, endpoints: list[Endpoint], authenticate: Authenticator) 
             return result
         if result is None and ep.status == 204:
             return Response(status_code=204)
-        return JSONResponse(_dump(result), status_code=ep.status)
+        return _JSONResponse(_dump(result), status_code=ep.status)
 
     return endpoint
+
+
+class _JSONResponse(JSONResponse):
+    """JSON that survives stored text UTF-8 cannot carry (a lone surrogate that SQLite
+    kept from an older version): it is sent as a \\udxxx escape instead of a 500 (#17)."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            text = json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+            return text.encode("ascii")
 
 
 # --- OpenAPI -------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from rota.errors import (
     Snooze,
     TaskTimeoutError,
     UnknownTaskError,
+    describe,
 )
 from rota.job import SEALED_MARK, Job, JobState, Outcome
 from rota.payload import encode
@@ -58,19 +59,38 @@ def _entry(
     message: str | None = None,
     **extra: str,
 ) -> str:
+    """The history entry of one attempt. Every text in it is made storable first, so no
+    message a task controls can make its outcome unwritable (#17)."""
     entry: dict[str, Any] = {"outcome": str(outcome)}
     if exc is not None:
-        entry["error_type"] = f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix(
-            "builtins."
+        entry["error_type"] = _storable(
+            f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins.")
         )
-        entry["message"] = (message or str(exc))[:MESSAGE_LIMIT]
-        text = "".join(traceback.format_exception(type(exc), exc, _user_frames(exc.__traceback__)))
+        entry["message"] = _storable((message or describe(exc))[:MESSAGE_LIMIT])
+        text = _storable(_traceback(exc))
         # Keep the end of a long traceback: the frame that raised is the useful part.
         entry["traceback"] = text if len(text) <= TRACEBACK_LIMIT else "…" + text[-TRACEBACK_LIMIT:]
     elif message:
-        entry["message"] = message[:MESSAGE_LIMIT]
+        entry["message"] = _storable(message[:MESSAGE_LIMIT])
     entry.update(extra)
     return json.dumps(entry)
+
+
+def _traceback(exc: BaseException) -> str:
+    try:
+        return "".join(traceback.format_exception(type(exc), exc, _user_frames(exc.__traceback__)))
+    except Exception as err:  # a broken exception must not lose the attempt's outcome
+        return f"<the traceback of {type(exc).__name__} could not be formatted: {err!r}>"
+
+
+def _storable(text: str) -> str:
+    """Text both dialects store as it is: a NUL (PostgreSQL refuses it) and lone
+    surrogates (not UTF-8) become visible escapes, `\\x00` and `\\ud800`."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\\x00")
+    if not text.isascii():
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 class Executor:
@@ -288,7 +308,8 @@ class Executor:
                 _entry(Outcome.CANCELLED, message="cancelled by request"),
             )
         if reason == "shutdown":
-            # Not the job's fault: give the attempt back and let another worker run it now.
+            # Not the job's fault: give the attempt back and let another worker run it now,
+            # in its place in line (delay None keeps its run_at; its priority is unchanged).
             entry = _entry(
                 Outcome.SHUTDOWN,
                 message="worker shut down before the job finished",
@@ -296,9 +317,20 @@ class Executor:
                 reason="WorkerShutdown",
             )
             return Completion(
-                job.id, token, JobState.AVAILABLE, entry, delay=0.0, refund_attempt=True
+                job.id, token, JobState.AVAILABLE, entry, delay=None, refund_attempt=True
             )
         return None  # lease lost: the job belongs to someone else now
+
+    def unstorable(self, job: Job, completion: Completion, error: BaseException) -> Completion:
+        """What to write when the database refused `completion` (one of its values): a
+        failed attempt that says its outcome could not be stored, retried or
+        dead-lettered by the task's policy. Everything in it is storable."""
+        reason = PayloadError(
+            f"the outcome ({completion.state}) could not be stored: "
+            f"{type(error).__name__}: {describe(error)}"
+        )
+        task = self.app.tasks.get(job.task)
+        return self._failure(job, completion.lease_token, reason, task)
 
 
 _OWN_FRAMES = (

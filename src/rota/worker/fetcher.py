@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from rota.drivers.base import PLAIN, Claim, Claimed, Driver
 from rota.job import Job
-from rota.maintenance.service import DbCall
-from rota.worker.completer import Completer
+from rota.maintenance.service import DbCall, backoff_delay, log_failure
+from rota.worker.completer import Completer, refused_value
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -26,8 +26,12 @@ log = logging.getLogger("rota.worker")
 # slot may be freed by a completion still on its way to the database, by another worker,
 # or by the rate window moving on, and none of them sends a notification.
 LIMITED_RETRY = 0.05
-CARRY_MODES = frozenset({PLAIN, "gated"})
 LIMITED_RETRY_MAX = 0.25
+# Modes whose claim statement writes the waiting completions in the same transaction.
+CARRY_MODES = frozenset({PLAIN, "gated"})
+# After a failed claim: 0.5 s, doubling up to 30 s, jittered (maintenance.service).
+FAILURE_BACKOFF = 0.5
+FAILURE_BACKOFF_MAX = 30.0
 
 
 class Fetcher:
@@ -86,16 +90,21 @@ class Fetcher:
     async def run(self, stop: asyncio.Event) -> None:
         delay = 0.0
         while not stop.is_set():
-            timeout = max(self.poll_interval, delay)
-            if self.limited and self.free > 0 and not delay:
-                timeout = min(timeout, self._limited_wait)
-                self._limited_wait = min(self._limited_wait * 2, LIMITED_RETRY_MAX)
-            if not self._wake.is_set():
+            if self.failures:
+                # Backing off after failed claims: a wake-up does not cut the wait short.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout=timeout)
+                    await asyncio.wait_for(stop.wait(), timeout=delay)
+            else:
+                timeout = self.poll_interval
+                if self.limited and self.free > 0:
+                    timeout = min(timeout, self._limited_wait)
+                    self._limited_wait = min(self._limited_wait * 2, LIMITED_RETRY_MAX)
+                if not self._wake.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), timeout=timeout)
             self._wake.clear()
-            delay = 0.0
             switched = False
+            carry = True
             while self.free > 0 and not stop.is_set():
                 query = self.claims.get(self.mode)
                 if query is None:
@@ -105,7 +114,7 @@ class Fetcher:
                 # A claim takes the completions along (one transaction for both), except
                 # under a limit: there the slots a completion frees must be free for every
                 # worker to claim, not refilled by this one in the same transaction.
-                carried = self.completer.take() if self.mode in CARRY_MODES else []
+                carried = self.completer.take() if carry and self.mode in CARRY_MODES else []
                 claim = Claim(
                     self.queue,
                     limit,
@@ -119,14 +128,15 @@ class Fetcher:
                     claimed: Claimed = await self.db(self.driver.job_fetch, claim)
                 except Exception as exc:
                     self.completer.give_back(carried)
+                    if carried and refused_value(exc):
+                        # An outcome the database refuses: the completer isolates it, and
+                        # the claim is made again without the completions.
+                        carry = False
+                        continue
                     self.failures += 1
-                    delay = min(max(delay * 2, 0.5), 30.0)
-                    log.warning(
-                        "fetching from queue %r failed (%s: %s); retrying in %.1fs",
-                        self.queue,
-                        type(exc).__name__,
-                        exc,
-                        delay,
+                    delay = backoff_delay(self.failures, FAILURE_BACKOFF, FAILURE_BACKOFF_MAX)
+                    log_failure(
+                        log, f"fetching from queue {self.queue!r}", exc, f"retrying in {delay:.1f}s"
                     )
                     break
                 self.completer.settle(carried, claimed.accepted)

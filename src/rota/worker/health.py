@@ -208,7 +208,8 @@ class WorkerHealth:
     fails because the database is down still completes: that makes the worker unready,
     not dead, since a restart would not bring the database back (it would only add a
     reconnect storm). Ready: started (database reachable, schema current), not draining,
-    and the last heartbeat and claims succeeded."""
+    the last heartbeat and claims succeeded, and not every slot is held by a sync task
+    hung past its timeout."""
 
     def __init__(self, worker: Worker, monitor: LoopMonitor) -> None:
         self.worker = worker
@@ -244,6 +245,7 @@ class WorkerHealth:
             "draining": worker.stopping,
             "connected": connected,
             "running": worker.running,
+            "hung": worker.hung,
         }
         if worker.stopping:
             return Probe(False, {**detail, "reason": "draining: stopped fetching"})
@@ -252,6 +254,12 @@ class WorkerHealth:
         if not connected:
             reason = "heartbeats failing" if worker.heartbeater.failures else "claims failing"
             return Probe(False, {**detail, "reason": f"database unreachable ({reason})"})
+        if worker.all_hung:
+            reason = (
+                f"all {worker.hung} slots are hung: sync tasks still running past their "
+                "timeout hold every slot until their threads return"
+            )
+            return Probe(False, {**detail, "reason": reason})
         return Probe(True, detail)
 
 

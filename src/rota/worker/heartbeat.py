@@ -1,6 +1,8 @@
 """Heartbeater: renews the lease of every job this worker holds, in one statement per
 beat. A job missing from the answer lost its lease (it was rescued): it is told to
-stop, and its eventual completion will be refused by the fencing token anyway."""
+stop, and its eventual completion will be refused by the fencing token anyway. A job
+whose outcome waits for the completer is renewed for one lease at most: an outcome
+that can never be written must not keep its job running for ever."""
 
 from __future__ import annotations
 
@@ -8,24 +10,35 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 
 from rota.context import Context
 from rota.drivers.base import Driver
-from rota.maintenance.service import DbCall
+from rota.maintenance.service import DbCall, log_failure
 
 log = logging.getLogger("rota.worker")
 
 
 class Heartbeater:
-    def __init__(self, driver: Driver, db: DbCall, *, lease: float, interval: float) -> None:
+    def __init__(
+        self,
+        driver: Driver,
+        db: DbCall,
+        *,
+        lease: float,
+        interval: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.driver = driver
         self.db = db
         self.lease = lease
         self.interval = interval
+        self.clock = clock
         self._held: dict[int, tuple[str, Context]] = {}
-        # Jobs whose outcome is handed to the completer: still renewed until written,
-        # but a missing renewal is expected (our own completion may have landed).
-        self._submitted: set[int] = set()
+        # Jobs whose outcome is handed to the completer (and when): still renewed until
+        # written, for one lease at most, and a missing renewal is expected (our own
+        # completion may have landed).
+        self._submitted: dict[int, float] = {}
         self._event = asyncio.Event()
         self.beats = 0
         # For the health endpoint (time.monotonic() values): the last beat that succeeded
@@ -39,11 +52,17 @@ class Heartbeater:
         self._held[job_id] = (token, ctx)
 
     def submitted(self, job_id: int) -> None:
-        self._submitted.add(job_id)
+        self._submitted[job_id] = self.clock()
 
     def untrack(self, job_id: int) -> None:
         self._held.pop(job_id, None)
-        self._submitted.discard(job_id)
+        self._submitted.pop(job_id, None)
+
+    def context(self, job_id: int) -> Context | None:
+        """The context of a job this worker still holds (running, or its outcome not yet
+        written)."""
+        held = self._held.get(job_id)
+        return None if held is None else held[1]
 
     def nudge(self) -> None:
         self._event.set()
@@ -60,12 +79,11 @@ class Heartbeater:
             try:
                 await self.beat()
             except Exception as exc:
+                # The next beat comes at the interval all the same, however many failed:
+                # backing off would let the leases run out (the cap is the interval).
                 self.failures += 1
-                log.warning(
-                    "heartbeat failed (%s: %s); leases expire in %.0fs unless renewed",
-                    type(exc).__name__,
-                    exc,
-                    self.lease,
+                log_failure(
+                    log, "heartbeat", exc, f"leases expire in {self.lease:.0f}s unless renewed"
                 )
             else:
                 self.failures = 0
@@ -73,6 +91,7 @@ class Heartbeater:
             self.last_attempt = time.monotonic()
 
     async def beat(self) -> None:
+        self._drop_unwritten()
         snapshot = dict(self._held)
         if not snapshot:
             return
@@ -93,3 +112,18 @@ class Heartbeater:
                     self.untrack(job_id)
             elif renewal.cancel_requested:
                 ctx.request_cancel("cancelled")
+
+    def _drop_unwritten(self) -> None:
+        """Stop renewing jobs whose outcome has waited a whole lease for the completer:
+        the lease then runs out and the rescuer runs the job again (at least once)."""
+        if not self._submitted:
+            return
+        oldest = self.clock() - self.lease
+        for job_id in [j for j, at in self._submitted.items() if at < oldest]:
+            log.error(
+                "job %s: its outcome has not been written for %.0fs; no longer renewing "
+                "its lease, so it will run again",
+                job_id,
+                self.lease,
+            )
+            self.untrack(job_id)

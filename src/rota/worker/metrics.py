@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from rota.telemetry.prometheus import ProcessCollector, registry_of
@@ -52,6 +52,17 @@ class WorkerCollector(Collector):
             "rota_worker_completions_pending",
             "Finished attempts waiting to be written by the completer.",
             value=worker.completer.pending,
+        )
+        yield GaugeMetricFamily(
+            "rota_worker_hung_slots",
+            "Slots held by a sync task still running in its thread after it timed out "
+            "(Python cannot stop a thread; the slot comes back when it returns).",
+            value=worker.hung,
+        )
+        yield CounterMetricFamily(
+            "rota_worker_tasks_hung",
+            "Sync tasks that went on running in their thread after they timed out.",
+            value=worker.hung_total,
         )
         yield GaugeMetricFamily(
             "rota_worker_ready",

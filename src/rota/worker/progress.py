@@ -10,7 +10,7 @@ import logging
 import threading
 
 from rota.drivers.base import Driver, ProgressUpdate
-from rota.maintenance.service import DbCall
+from rota.maintenance.service import DbCall, log_failure
 
 log = logging.getLogger("rota.worker")
 
@@ -61,7 +61,7 @@ class ProgressWriter:
                 self.writes += 1
             except Exception as exc:
                 # Progress is advisory: a failed write is dropped, the next report retries.
-                log.warning("writing progress failed (%s: %s)", type(exc).__name__, exc)
+                log_failure(log, "writing progress", exc, "dropped until the next report")
 
     async def run(self, stop: asyncio.Event) -> None:
         self._loop = asyncio.get_running_loop()

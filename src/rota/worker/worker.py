@@ -1,7 +1,7 @@
 """Worker: wires the parts (fetchers, executor, completer, heartbeater, notifier,
 maintenance) on one asyncio loop, and owns the shutdown order:
 stop fetching -> let running jobs finish within the grace -> return the rest ->
-flush completions -> resign leadership."""
+flush completions -> resign leadership, all within the grace plus SHUTDOWN_MARGIN."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import contextlib
 import functools
 import logging
 import signal
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,7 @@ from rota.job import Job
 from rota.maintenance.leader import Elector
 from rota.maintenance.pruner import Pruner
 from rota.maintenance.rescuer import Rescuer
-from rota.maintenance.service import PeriodicService
+from rota.maintenance.service import PeriodicService, backoff_delay
 from rota.maintenance.stager import Stager
 from rota.settings import WorkerSettings
 from rota.telemetry.attempts import AttemptObserver
@@ -31,12 +32,18 @@ from rota.worker.executor import Executor
 from rota.worker.fetcher import Fetcher
 from rota.worker.heartbeat import Heartbeater
 from rota.worker.progress import ProgressWriter
+from rota.worker.supervisor import DRAIN_SIGNAL, EXIT_HUNG, HALT_SIGNAL
 
 if TYPE_CHECKING:
     from rota.telemetry.server import MetricsServer
     from rota.worker.health import HealthServer
 
 log = logging.getLogger("rota.worker")
+
+# Seconds a stop may take beyond the grace: returning the unfinished jobs, writing their
+# outcomes and resigning share it (docs/workers.md). A thread that ignores the stop is
+# not waited for; its job is fenced and the thread dies with the process.
+SHUTDOWN_MARGIN = 1.0
 
 
 class Worker:
@@ -55,9 +62,16 @@ class Worker:
         self.executor = Executor(app, self._task_pool)
         self._stop = asyncio.Event()
         self._halt = asyncio.Event()
+        self._signals = 0  # SIGTERM/SIGINT received: the second one stops now
         self._loop: asyncio.AbstractEventLoop | None = None
         self._running: dict[int, tuple[asyncio.Task[None], Context]] = {}
-        self._idle = asyncio.Event()
+        self._idle = asyncio.Event()  # set when no job is running (in the shutdown)
+        # Sync tasks running in their thread past their timeout (or past the loss of
+        # their lease): job id -> (task name, since when). Each keeps its slot until the
+        # thread returns; Python cannot stop a thread.
+        self._hung: dict[int, tuple[str, float]] = {}
+        self.hung_total = 0
+        self.exit_code = 0
         self.ready = False  # connected, schema current, not draining
         self.completed = 0
         self.fetchers: dict[str, Fetcher] = {}
@@ -67,7 +81,13 @@ class Worker:
             lease=self.settings.lease,
             interval=self.settings.heartbeat_interval,
         )
-        self.completer = Completer(self.driver, self.db, self._written)
+        self.completer = Completer(
+            self.driver,
+            self.db,
+            self._written,
+            replacement=self._replacement,
+            give_up_after=self.settings.lease,
+        )
         self.progress = ProgressWriter(self.driver, self.db)
         self.elector = Elector(self.driver, self.id, self.settings.leader_ttl)
         # The engine's own services, then whatever the plugged features bring: the worker
@@ -134,6 +154,16 @@ class Worker:
         """Jobs this worker is running now."""
         return len(self._running)
 
+    @property
+    def hung(self) -> int:
+        """Slots held by a sync task still running in its thread past its timeout."""
+        return len(self._hung)
+
+    @property
+    def all_hung(self) -> bool:
+        """Every slot is held by a hung thread: this worker can run nothing."""
+        return bool(self._hung) and len(self._hung) >= self.settings.total_concurrency
+
     def _call_in_loop(self, func: Callable[[], None]) -> None:
         if self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(func)
@@ -142,17 +172,33 @@ class Worker:
 
     def install_signal_handlers(self) -> None:
         loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT, DRAIN_SIGNAL, HALT_SIGNAL):
+            loop.add_signal_handler(sig, self.on_signal, sig.name)
 
-        def on_signal(signame: str) -> None:
+    def on_signal(self, signame: str) -> None:
+        """SIGTERM or SIGINT: the first drains, the second stops now. The supervisor of
+        `--processes` asks with SIGUSR1 (drain) and SIGUSR2 (stop now) instead, which are
+        not counted: a Ctrl-C that reached this process from the terminal's process group
+        (or systemd's control group) and again through the supervisor is one drain."""
+        if signame == DRAIN_SIGNAL.name:
             if self._stop.is_set():
-                log.warning("%s again: stopping now", signame)
-                self.halt()
+                log.info("%s: drain requested (already draining)", signame)
             else:
-                log.info("%s: draining (grace %gs)", signame, self.settings.grace)
+                log.info("%s: drain requested (grace %gs)", signame, self.settings.grace)
                 self.stop()
-
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, on_signal, sig.name)
+            return
+        if signame == HALT_SIGNAL.name:
+            if not self._halt.is_set():
+                log.warning("stop requested: stopping now")
+                self.halt()
+            return
+        self._signals += 1
+        if self._signals > 1:
+            log.warning("%s again: stopping now", signame)
+            self.halt()
+        else:
+            log.info("%s: draining (grace %gs)", signame, self.settings.grace)
+            self.stop()
 
     # --- main ---------------------------------------------------------------------------
 
@@ -233,27 +279,28 @@ class Worker:
         try:
             await self._stop.wait()
         finally:
+            # The running jobs get the grace; everything after shares SHUTDOWN_MARGIN,
+            # so a stop never outlasts a Kubernetes grace period set to --grace + 1.
+            grace_ends = asyncio.get_running_loop().time() + self.settings.grace
+            deadline = grace_ends + SHUTDOWN_MARGIN
             self.ready = False
             for _, ctx in self._running.values():
                 ctx.draining = True  # tasks may checkpoint before the grace period ends
             for fetcher in self.fetchers.values():
                 fetcher.wake()
-            await asyncio.gather(*fetch_tasks, return_exceptions=True)
-            await self._drain()
-            await self.completer.close(completer_task, timeout=max(self.settings.grace, 10.0))
+            if fetch_tasks:  # a claim under way is let finish (its jobs start draining)
+                _, claiming = await asyncio.wait(fetch_tasks, timeout=_left(deadline))
+                for task in claiming:
+                    task.cancel()
+            await self._drain(grace_ends, deadline)
+            await self.completer.close(completer_task, timeout=_left(deadline))
             stop_parts.set()
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
-            with contextlib.suppress(Exception):
-                await self.db(self.elector.resign)
-            for service in self.services:
-                try:
-                    await self.db(service.close)
-                except Exception as exc:  # what it held expires on its own
-                    log.warning(
-                        "%s: closing failed (%s: %s)", service.name, type(exc).__name__, exc
-                    )
+            await self._bounded(self.db(self.elector.resign), deadline, "resigning leadership")
+            for service in self.services:  # what a service held expires on its own anyway
+                await self._bounded(self.db(service.close), deadline, f"{service.name}: closing")
             self._db_pool.shutdown(wait=False)
             # Threads still running a sync task past the grace cannot be killed; they are
             # fenced (their leases are gone) and die with the process.
@@ -261,36 +308,48 @@ class Worker:
             log.info("worker %s stopped", self.id)
 
     async def _wait_for_database(self) -> None:
-        delay = 0.5
+        failures = 0
         while not self._stop.is_set():
             try:
                 await self.db(self.app.check_schema)
                 return
             except DatabaseUnavailableError as exc:
+                failures += 1
+                delay = backoff_delay(failures, 1.0, 30.0)
                 log.warning("database unavailable (%s); retrying in %.1fs", exc, delay)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), timeout=delay)
-                delay = min(delay * 2, 30.0)
 
-    async def _drain(self) -> None:
+    async def _drain(self, grace_ends: float, deadline: float) -> None:
         if self._running and not self._halt.is_set():
             log.info(
                 "waiting up to %gs for %d running job(s)", self.settings.grace, len(self._running)
             )
-            all_done = asyncio.gather(
-                *(task for task, _ in self._running.values()), return_exceptions=True
-            )
+            # Done when no job runs: a job whose outcome is handed over counts as done,
+            # even while a hung thread of it still holds its slot.
+            idle = asyncio.create_task(self._idle.wait())
             halted = asyncio.create_task(self._halt.wait())
-            watched: list[asyncio.Future[Any]] = [all_done, halted]
+            watched: list[asyncio.Future[Any]] = [idle, halted]
             await asyncio.wait(
-                watched, timeout=self.settings.grace, return_when=asyncio.FIRST_COMPLETED
+                watched, timeout=_left(grace_ends), return_when=asyncio.FIRST_COMPLETED
             )
+            idle.cancel()
             halted.cancel()
         if self._running:
             log.warning("returning %d unfinished job(s) to the queue", len(self._running))
             for _, ctx in list(self._running.values()):
                 ctx.request_cancel("shutdown")
-            await asyncio.wait([task for task, _ in self._running.values()], timeout=5.0)
+            # Each job hands back its outcome as soon as it is told; a task that ignores
+            # it is not waited for past the margin (its lease runs out, it runs again).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._idle.wait(), timeout=_left(deadline))
+
+    async def _bounded(self, call: Any, deadline: float, what: str) -> None:
+        """Await a last database call of the stop, within what is left of the margin."""
+        try:
+            await asyncio.wait_for(call, timeout=_left(deadline))
+        except Exception as exc:  # its row expires on its own
+            log.warning("%s failed at shutdown (%s: %s)", what, type(exc).__name__, exc)
 
     # --- jobs ---------------------------------------------------------------------------
 
@@ -307,6 +366,7 @@ class Worker:
         self.heartbeater.track(job.id, job.lease_token or "", ctx)
         task = asyncio.create_task(self._run_job(job, ctx, fetcher))
         self._running[job.id] = (task, ctx)
+        self._idle.clear()
 
     async def _run_job(self, job: Job, ctx: Context, fetcher: Fetcher) -> None:
         straggler = None
@@ -325,18 +385,74 @@ class Worker:
                 self.heartbeater.untrack(job.id)
                 if execution.completed:
                     self.completed += 1
-        except BaseException:
+        except Exception:
+            # A bug of rota's (the executor turns every outcome of a task into a value):
+            # the job runs again once its lease runs out.
             log.exception("job %s crashed the executor; its lease will expire", job.id)
             self.heartbeater.untrack(job.id)
         finally:
             self.observer.finish(watch, execution)
             self._running.pop(job.id, None)
+            if not self._running:
+                self._idle.set()
         if straggler is not None and not straggler.done():
             # Keep the slot until the thread is really free, so a hung task cannot
             # make the worker run more threads than its concurrency allows.
-            with contextlib.suppress(BaseException):
-                await asyncio.wrap_future(straggler)
+            await self._wait_hung(job, straggler)
         fetcher.release()
+
+    async def _wait_hung(self, job: Job, thread: concurrent.futures.Future[Any]) -> None:
+        """A sync task outlived its timeout (or its lease): its outcome is written, but
+        its thread cannot be stopped, so its slot stays taken until it returns. Say so,
+        count it, and when every slot is hung, stop being ready; under --processes, leave
+        so that the supervisor starts a fresh process (the hung threads die with this one)."""
+        if self._stop.is_set():  # the process is leaving anyway
+            with contextlib.suppress(Exception):
+                await asyncio.wrap_future(thread)
+            return
+        since = time.monotonic()
+        self._hung[job.id] = (job.task, since)
+        self.hung_total += 1
+        slots = self.settings.total_concurrency
+        log.warning(
+            "job %s: task %s is still running in its thread after it timed out; its slot "
+            "stays taken until it returns (%d of %d slots hung)",
+            job.id,
+            job.task,
+            len(self._hung),
+            slots,
+        )
+        if self.all_hung:
+            if self.settings.exit_when_hung:
+                log.error(
+                    "all %d slots are hung: leaving, so that a fresh process replaces this one",
+                    slots,
+                )
+                self.exit_code = EXIT_HUNG
+                self.stop()
+            else:
+                log.error(
+                    "all %d slots are hung: this worker runs nothing until a thread returns "
+                    "(it reports not ready); restart it to get them back",
+                    slots,
+                )
+        try:
+            with contextlib.suppress(Exception):
+                await asyncio.wrap_future(thread)
+        finally:
+            self._hung.pop(job.id, None)
+        if not self._stop.is_set():
+            log.info(
+                "job %s: the hung thread of task %s returned after %.1fs; its slot is free",
+                job.id,
+                job.task,
+                time.monotonic() - since,
+            )
+
+    def _replacement(self, completion: Completion, error: BaseException) -> Completion | None:
+        """The completer's stand-in for an outcome the database refused."""
+        ctx = self.heartbeater.context(completion.job_id)
+        return None if ctx is None else self.executor.unstorable(ctx.job, completion, error)
 
     def _written(self, completion: Completion, accepted: bool) -> None:
         self.heartbeater.untrack(completion.job_id)
@@ -356,3 +472,8 @@ class Worker:
         kind, _, value = payload.partition(":")
         if kind == "cancel" and value.isdigit() and int(value) in self._running:
             self.heartbeater.nudge()  # the renewal carries cancel_requested
+
+
+def _left(deadline: float) -> float:
+    """Seconds until `deadline` on the running loop's clock (never negative)."""
+    return max(0.0, deadline - asyncio.get_running_loop().time())

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from rota.context import Context
 from rota.drivers.base import Driver, JobInsert
 from rota.errors import ArgumentsError, PayloadError, WorkflowError, WorkflowNotFoundError
-from rota.payload import encode
+from rota.payload import check_text, encode
 from rota.schedules.feature import SchedulesFeature
 from rota.schedules.schedule import Schedule
 from rota.task import MAX_KEY_LENGTH, Task
@@ -138,6 +138,8 @@ class WorkflowRegistry:
             raise ArgumentsError(
                 f"key must be a non-empty string of at most {MAX_KEY_LENGTH} chars"
             )
+        if key is not None:
+            check_text(key, "key")
         args_json = encode(
             values, what="the workflow's arguments", limit=self._app.max_payload_bytes
         )

@@ -87,6 +87,12 @@ def register(app: rota.App) -> None:
         record(box, "end", ctx)
         return seconds
 
+    @app.task(name="hang", timeout=0.5, max_attempts=1)
+    def hang(ctx: rota.Context, box: str) -> None:
+        """Past its timeout and deaf to cancellation: its thread never returns."""
+        record(box, "start", ctx)
+        time.sleep(3600)
+
     @app.task(name="greet", queue="mail", max_attempts=2)
     def greet(name: str, times: int = 1) -> str:
         """A small task for the CLI tests (never run by them)."""

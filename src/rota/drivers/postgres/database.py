@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import select
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
@@ -124,6 +125,7 @@ class PostgresDatabase:
             # Autocommit: a single statement needs no BEGIN/COMMIT round trips; several
             # statements open a transaction explicitly (write()).
             kwargs={"autocommit": True, "row_factory": dict_row},
+            check=_check_connection,
             name="rota",
         )
         self._opened = False
@@ -233,3 +235,21 @@ __all__ = [
     "PostgresDatabase",
     "PostgresSession",
 ]
+
+
+def _check_connection(conn: psycopg.Connection[Any]) -> None:
+    """Checked on every checkout, so no call fails on a session the server has ended (a
+    restart, a failover, pg_terminate_backend). An idle pooled connection has nothing to
+    read, and one the server ended has its goodbye (or EOF) waiting: only then is the full
+    round-trip check run (psycopg_pool's check_connection), which raises and makes the
+    pool discard it and hand out another. The probe costs a syscall, not a round trip."""
+    if _readable(conn.pgconn.socket):
+        psycopg_pool.ConnectionPool.check_connection(conn)
+
+
+def _readable(fd: int) -> bool:
+    if hasattr(select, "poll"):  # any descriptor number (select() stops at 1024)
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))  # POLLHUP and POLLERR count as an answer too
+    return bool(select.select([fd], [], [], 0)[0])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -125,8 +126,10 @@ class ListenNotifier:
                         else:
                             control(note.payload)
             except psycopg.Error as exc:
-                log.warning("LISTEN connection lost (%s); retrying in %.1fs", exc, delay)
-                await asyncio.sleep(delay)
+                # Jittered, so the workers of a restarted server do not reconnect in step.
+                wait = random.uniform(delay / 2, delay)
+                log.warning("LISTEN connection lost (%s); retrying in %.1fs", exc, wait)
+                await asyncio.sleep(wait)
                 delay = min(delay * 2, 5.0)
 
 

@@ -97,7 +97,8 @@ done AS (
     -- predicate, so the plan is driven from the primary key, never the running jobs: a
     -- nested loop over `c`, which the driver sorts by id, so rows are locked in id order.
     WHERE j.id = c.id AND j.lease_token = c.token
-    RETURNING j.id
+    -- A job made available again wakes the workers (delivered at commit).
+    RETURNING j.id, CASE WHEN j.state = 'available' THEN pg_notify('rota_jobs', j.queue) END
 ),
 picked AS (
     SELECT id FROM rota_jobs
@@ -173,7 +174,8 @@ done AS (
         lease_expires_at = NULL
     FROM c
     WHERE j.id = c.id AND j.lease_token = c.token
-    RETURNING j.id
+    -- A job made available again wakes the workers (delivered at commit).
+    RETURNING j.id, CASE WHEN j.state = 'available' THEN pg_notify('rota_jobs', j.queue) END
 ),
 picked AS (
     SELECT id FROM rota_jobs AS j
@@ -292,7 +294,8 @@ SELECT 'job' AS kind, claimed.* FROM claimed;
 
 -- name: job_complete_many
 -- Write attempt outcomes (`c_*`), each fenced by its lease token, rows locked in id order;
--- returns the ids accepted.
+-- returns the ids accepted. A job made available again (returned at shutdown, snoozed or
+-- retried with no delay) wakes the workers, so one takes it at once.
 -- moves: running -> completed, retryable, available, scheduled, discarded, cancelled
 WITH c AS (
     SELECT * FROM unnest(%(c_id)b::bigint[], %(c_token)b::uuid[], %(c_state)b::text[],
@@ -314,7 +317,8 @@ SET state = c.state,
     lease_expires_at = NULL
 FROM c
 WHERE j.id = c.id AND j.lease_token = c.token
-RETURNING 'done' AS kind, j.id, j.state, j.queue
+RETURNING 'done' AS kind, j.id, j.state, j.queue,
+          CASE WHEN j.state = 'available' THEN pg_notify('rota_jobs', j.queue) END AS notified
 
 -- name: job_lease_renew
 -- Extend the leases a worker still holds (rows locked in id order, found by primary key);
