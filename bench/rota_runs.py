@@ -19,9 +19,10 @@ CONCURRENCY = 100
 FETCH_BATCH = 100
 
 
-def worker_settings() -> rota.WorkerSettings:
-    """Defaults, apart from one `bench` queue of 100 slots claimed 100 at a time."""
-    return rota.WorkerSettings(queues={tasks.QUEUE: CONCURRENCY}, fetch_batch=FETCH_BATCH)
+def worker_settings(concurrency: int = CONCURRENCY) -> rota.WorkerSettings:
+    """Defaults, apart from one `bench` queue of `concurrency` slots, claimed up to 100 at
+    a time (what `rota worker --queues bench=C` runs)."""
+    return rota.WorkerSettings(queues={tasks.QUEUE: concurrency}, fetch_batch=FETCH_BATCH)
 
 
 # --- enqueue ----------------------------------------------------------------------------
@@ -57,7 +58,9 @@ def enqueue_bulk(db: Database, jobs: int) -> float:
 # --- drain ------------------------------------------------------------------------------
 
 
-def drain_child(url: str, jobs: int, timeout: float) -> dict[str, Any]:
+def drain_child(
+    url: str, jobs: int, timeout: float, concurrency: int = CONCURRENCY
+) -> dict[str, Any]:
     """Child-process entry: run one worker until `jobs` completions are written.
 
     The clock starts as the worker starts (its connection is already open) and stops
@@ -66,7 +69,7 @@ def drain_child(url: str, jobs: int, timeout: float) -> dict[str, Any]:
     """
     app = tasks.make_app(url)
     app.check_schema()  # open the connection before the clock starts
-    worker = rota.Worker(app, worker_settings())
+    worker = rota.Worker(app, worker_settings(concurrency))
 
     async def main() -> tuple[float, float]:
         cpu = time.process_time()
@@ -99,12 +102,13 @@ def latency_child(
     url: str,
     stamps: multiprocessing.connection.Connection,
     stop_event: Any,
+    concurrency: int = CONCURRENCY,
 ) -> None:
     """Child-process entry: an idle worker whose `bench.stamp` task reports when it starts."""
     app = tasks.make_app(url)
     app.check_schema()
     tasks.stamp_sink = lambda seq, started: stamps.send((seq, started))
-    worker = rota.Worker(app, worker_settings())
+    worker = rota.Worker(app, worker_settings(concurrency))
 
     async def main() -> None:
         run = asyncio.create_task(worker.run())
@@ -124,7 +128,12 @@ def latency_child(
 
 
 def latency(
-    db: Database, samples: int, *, warmup: int = 10, spacing: tuple[float, float] = (0.01, 0.02)
+    db: Database,
+    samples: int,
+    *,
+    concurrency: int = CONCURRENCY,
+    warmup: int = 10,
+    spacing: tuple[float, float] = (0.01, 0.02),
 ) -> dict[str, list[float]]:
     """Enqueue `samples` jobs one at a time (each after the previous one started, then a
     random 10-20 ms pause) and return seconds from the enqueue() call to the task start,
@@ -132,7 +141,9 @@ def latency(
     receiver, sender = SPAWN.Pipe(duplex=False)
     stop_event = SPAWN.Event()
     proc = SPAWN.Process(
-        target=latency_child, args=(db.url, sender, stop_event), name="rota-bench-latency"
+        target=latency_child,
+        args=(db.url, sender, stop_event, concurrency),
+        name="rota-bench-latency",
     )
     proc.start()
     sender.close()
