@@ -348,10 +348,13 @@ def print_sizes(
 
 
 def print_sweep(console: Console, found: dict[str, list[dict[str, Any]]], jobs: int) -> None:
-    table = Table(title=f"settings sweep: one drain of {jobs:,} jobs each", title_justify="left")
-    for name in ("database", "setting", "jobs/s"):
+    table = Table(
+        title=f"settings sweep: drains of {jobs:,} jobs, medians (each run)", title_justify="left"
+    )
+    for name in ("database", "setting", "jobs/s", "runs"):
         table.add_column(name)
     for dialect, rows in found.items():
         for row in rows:
-            table.add_row(DIALECT_TITLES[dialect], row["setting"], fmt(row["rate"], "jobs/s"))
+            each = ", ".join(fmt(r, "jobs/s") for r in row.get("rates", []))
+            table.add_row(DIALECT_TITLES[dialect], row["setting"], fmt(row["rate"], "jobs/s"), each)
     console.print(table)

@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -109,7 +110,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--sweep",
         action="store_true",
         help="instead of the benchmark: drain with several CLI worker and peer settings, "
-        "to find their best (one run each)",
+        "interleaved, --runs times each (medians), to find their best",
     )
     parser.add_argument(
         "--postgres-url",
@@ -544,27 +545,21 @@ def wait_for_quiet(console: Console, limit: float) -> float | None:
     return busy
 
 
-SWEEP_CLI = ((50, 1), (100, 1), (200, 1), (500, 1), (100, 2), (200, 2))
-SWEEP_PGQUEUER = ((5, 10), (5, 50), (1, 100), (2, 100), (5, 100), (2, 500))
-SWEEP_HUEY = (1, 2, 4, 8, 16)
+SWEEP_CLI = ((50, 1), (100, 1), (250, 1), (500, 1), (100, 2))
+SWEEP_PGQUEUER = ((5, 10), (5, 50), (2, 100), (5, 100))
+SWEEP_HUEY = (1, 4, 8)
 
 
 def sweep(bench: Bench, dialects: list[str], console: Console) -> dict[str, Any]:
-    """Drain once per setting of the CLI worker and of each peer: how the defaults above
-    were chosen (`python -m bench --sweep`)."""
+    """Drain with each setting of the CLI worker and of each peer, settings interleaved,
+    `--runs` times (medians): how the defaults above were chosen (`python -m bench --sweep`)."""
     args = bench.args
     found: dict[str, Any] = {}
     for dialect in dialects:
-        rows: list[dict[str, Any]] = []
+        plan: list[tuple[str, str, Callable[[], dict[str, Any]]]] = []
         for concurrency, processes in SWEEP_CLI:
             command = cli.WorkerCommand(concurrency, processes)
-            wait_for_quiet(console, args.quiet_wait)
-            with bench.database(dialect) as db:
-                prefill(db, tasks.NOOP_ASYNC, args.jobs)
-                result = cli.drain(db, args.jobs, command, DRAIN_TIMEOUT)
-            rate = args.jobs / result["elapsed"]
-            rows.append({"who": "rota", "setting": command.describe(), "rate": rate})
-            bench.note(dialect, command.describe(), f"{rate:,.0f} jobs/s")
+            plan.append(("rota", command.describe(), _sweep_cli(bench, dialect, command)))
         peer = bench.peer(dialect)
         settings: list[dict[str, Any]] = []
         if peer is not None and peer.name == "pgqueuer":
@@ -573,19 +568,51 @@ def sweep(bench: Bench, dialects: list[str], console: Console) -> dict[str, Any]
             settings = [{"workers": w} for w in SWEEP_HUEY]
         for extra in settings:
             assert peer is not None
-            wait_for_quiet(console, args.quiet_wait)
-            with bench.database(dialect, migrate=False) as db:
-                result = peers.run(
-                    peer,
-                    bench.peer_spec(db, "drain", jobs=args.jobs, **extra),
-                    timeout=DRAIN_TIMEOUT + 120,
-                )
-            rate = args.jobs / result["elapsed"]
             label = f"{peer.name} " + " ".join(f"{k}={v}" for k, v in extra.items())
-            rows.append({"who": peer.name, "setting": label, "rate": rate})
-            bench.note(dialect, label, f"{rate:,.0f} jobs/s")
-        found[dialect] = rows
+            plan.append((peer.name, label, _sweep_peer(bench, dialect, peer, extra)))
+        rates: dict[str, list[float]] = {label: [] for _, label, _ in plan}
+        for n in range(args.runs):
+            console.print(f"[bold]{report.DIALECT_TITLES[dialect]} sweep {n + 1}/{args.runs}[/]")
+            for _, label, measure in plan:
+                wait_for_quiet(console, args.quiet_wait)
+                rate = args.jobs / measure()["elapsed"]
+                rates[label].append(rate)
+                bench.note(dialect, label, f"{rate:,.0f} jobs/s")
+        found[dialect] = [
+            {
+                "who": who,
+                "setting": label,
+                "rate": statistics.median(rates[label]),
+                "rates": rates[label],
+            }
+            for who, label, _ in plan
+        ]
     return found
+
+
+def _sweep_cli(
+    bench: Bench, dialect: str, command: cli.WorkerCommand
+) -> Callable[[], dict[str, Any]]:
+    def measure() -> dict[str, Any]:
+        with bench.database(dialect) as db:
+            prefill(db, tasks.NOOP_ASYNC, bench.args.jobs)
+            return cli.drain(db, bench.args.jobs, command, DRAIN_TIMEOUT)
+
+    return measure
+
+
+def _sweep_peer(
+    bench: Bench, dialect: str, peer: peers.Peer, extra: dict[str, Any]
+) -> Callable[[], dict[str, Any]]:
+    def measure() -> dict[str, Any]:
+        with bench.database(dialect, migrate=False) as db:
+            return peers.run(
+                peer,
+                bench.peer_spec(db, "drain", jobs=bench.args.jobs, **extra),
+                timeout=DRAIN_TIMEOUT + 120,
+            )
+
+    return measure
 
 
 def _console() -> Console:
