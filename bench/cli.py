@@ -5,10 +5,14 @@ nothing to do. Only the CLI, the public API and plain SQL on rota's tables are u
 from __future__ import annotations
 
 import os
+import random
 import re
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -18,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import rota
+from bench import tasks
 from bench.db import BenchError, Database, pg_connect, sqlite_connect
 from bench.tasks import QUEUE
 
@@ -154,8 +159,10 @@ def tree_rss_mb(pid: int) -> float:
 class Running:
     """A `rota worker` process; `ready` is set once every process logged its start."""
 
-    def __init__(self, command: WorkerCommand, db: Database) -> None:
-        env = dict(os.environ, ROTA_DATABASE_URL=db.url, PYTHONPATH=str(ROOT))
+    def __init__(
+        self, command: WorkerCommand, db: Database, env: dict[str, str] | None = None
+    ) -> None:
+        env = dict(os.environ, ROTA_DATABASE_URL=db.url, PYTHONPATH=str(ROOT), **(env or {}))
         env.pop("ROTA_DATABASE_URL_FILE", None)
         self.command = command
         self.proc = subprocess.Popen(
@@ -211,8 +218,10 @@ class Running:
 
 
 @contextmanager
-def running(command: WorkerCommand, db: Database) -> Iterator[Running]:
-    worker = Running(command, db)
+def running(
+    command: WorkerCommand, db: Database, env: dict[str, str] | None = None
+) -> Iterator[Running]:
+    worker = Running(command, db, env)
     try:
         yield worker
     finally:
@@ -267,3 +276,51 @@ def idle(db: Database, command: WorkerCommand, seconds: float) -> dict[str, floa
         span = time.perf_counter() - started
         rss = tree_rss_mb(worker.proc.pid)
     return {"idle_rss_mb": rss, "idle_cpu_pct": 100 * cpu / span}
+
+
+def latency(
+    db: Database,
+    samples: int,
+    command: WorkerCommand,
+    *,
+    warmup: int = 10,
+    spacing: tuple[float, float] = (0.01, 0.02),
+) -> dict[str, list[float]]:
+    """Enqueue-to-start against an idle `rota worker`: enqueue `samples` jobs one at a time
+    (each after the previous one started, then a random 10-20 ms pause) and return seconds
+    from the enqueue() call to the task start, and from enqueue() returning (the commit)
+    to the start. The task reports its start over a Unix datagram socket; both sides read
+    CLOCK_MONOTONIC, one clock for every process on Linux."""
+    folder = Path(tempfile.mkdtemp(prefix="rota-bench-stamps-"))
+    path = str(folder / "stamps")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(path)
+    from_call: list[float] = []
+    from_commit: list[float] = []
+    try:
+        with running(command, db, {tasks.STAMPS_ENV: path}) as worker:
+            worker.wait_ready()
+            with tasks.make_app(db.url) as app:
+                task = app.get_task(tasks.STAMP)
+                app.check_schema()
+                for seq in range(warmup + samples):
+                    called = time.monotonic()
+                    task.enqueue(seq=seq)
+                    returned = time.monotonic()
+                    # Polling would pick a job up within poll_interval (1s): 10s is stuck.
+                    sock.settimeout(10.0)
+                    try:
+                        got, started = sock.recv(256).decode().split()
+                    except TimeoutError:
+                        worker.check_alive()
+                        raise BenchError(f"latency: job {seq} did not start within 10s") from None
+                    if int(got) != seq:
+                        raise BenchError(f"latency: expected the start of job {seq}, got {got}")
+                    if seq >= warmup:
+                        from_call.append(float(started) - called)
+                        from_commit.append(float(started) - returned)
+                    time.sleep(random.uniform(*spacing))
+    finally:
+        sock.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    return {"from_call": from_call, "from_commit": from_commit}

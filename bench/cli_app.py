@@ -4,8 +4,10 @@ Their database URL comes from $ROTA_DATABASE_URL, set by the benchmark for each 
 
 from __future__ import annotations
 
+from bench import tasks
 from bench.features import make_features_app
 from bench.tasks import make_app
 
+tasks.stamp_sink = tasks.socket_sink()  # the latency measurement's stamps, when asked
 app = make_app(None)
 features = make_features_app(None)

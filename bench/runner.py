@@ -409,9 +409,7 @@ class Bench:
 
     def latency(self, dialect: str, values: dict[str, float]) -> None:
         with self.database(dialect) as db:
-            samples = rota_runs.latency(
-                db, self.args.samples, concurrency=self.args.concurrency or CLI_CONCURRENCY[dialect]
-            )
+            samples = cli.latency(db, self.args.samples, self.command(dialect))
         values.update(report.latency_metrics(samples["from_call"], samples["from_commit"]))
         self.note(
             dialect,
@@ -471,7 +469,6 @@ class Bench:
         self, dialect: str, values: dict[str, float], variant: str, n: int, samples: int
     ) -> None:
         key = f"size_{variant}_{n}"
-        concurrency = self.args.concurrency or CLI_CONCURRENCY[dialect]
         with self.database(dialect) as db:
             took = sizes.fill(db, n, variant)
             prefill(db, tasks.NOOP_ASYNC, self.args.jobs)
@@ -481,7 +478,7 @@ class Bench:
             if variant == "finished":  # the dead-letter variant measures the drain only
                 values[f"{key}_enqueue_single"] = rota_runs.enqueue_single(db, self.args.single)
                 values[f"{key}_enqueue_bulk"] = rota_runs.enqueue_bulk(db, self.args.jobs)
-                got = rota_runs.latency(db, samples, concurrency=concurrency)
+                got = cli.latency(db, samples, self.command(dialect))
                 lat = report.latency_metrics(got["from_call"], got["from_commit"])
                 values[f"{key}_latency_p50"] = lat["latency_p50"]
                 values[f"{key}_latency_p99"] = lat["latency_p99"]
