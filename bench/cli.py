@@ -28,7 +28,7 @@ from bench.tasks import QUEUE
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAIN_APP = "bench.cli_app:app"
-FEATURES_APP = "bench.cli_app:features"
+FEATURES_APP = "bench.cli_features:app"
 # How often the end of a drain is looked for. Each look is one indexed EXISTS query on its
 # own connection (about 0.1-0.3 ms of database time, well under 1% of a core at this
 # rate); it does not set the measured time, which is read from the jobs' own timestamps,
