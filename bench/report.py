@@ -300,9 +300,9 @@ def print_report(
                 "[green]yes[/]" if check["met"] else "[red]no[/]",
             )
         console.print(targets)
-    for name in ("cli_worker", "peers"):
+    for name, what in (("cli_worker", "drains"), ("cli_worker_latency", "latency"), ("peers", "")):
         for who, text in (settings.get(name) or {}).items():
-            label = DIALECT_TITLES.get(who, who)
+            label = DIALECT_TITLES.get(who, who) + (f" {what}" if what else "")
             console.print(f"[dim]{label}: {text}[/]")
     described = ", ".join(f"{k}: {v}" for k, v in machine.items())
     console.print(f"[dim]{described}[/]")
