@@ -309,6 +309,14 @@ def print_report(
     seen = [f"{v:.0%}" for run in busy for v in run.values() if v is not None]
     if seen:
         console.print(f"[dim]CPU used by other processes before each run: {', '.join(seen)}[/]")
+    for dialect in dialects:
+        before = sorted(v for k, v in summary[dialect].items() if k.startswith("busy_"))
+        if before:
+            console.print(
+                f"[dim]{DIALECT_TITLES[dialect]}: CPU used by other processes just before the "
+                f"measurements (medians over runs): median {statistics.median(before):.0%}, "
+                f"highest {before[-1]:.0%}[/]"
+            )
 
 
 def print_sizes(

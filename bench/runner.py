@@ -132,6 +132,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "(20; --quick: 0)",
     )
     parser.add_argument(
+        "--measure-wait",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="before each drain and latency measurement, wait up to this long for quiet "
+        "(5; --quick: 0)",
+    )
+    parser.add_argument(
         "--json",
         nargs="?",
         const="-",
@@ -148,6 +156,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.idle_seconds = args.idle_seconds or (3.0 if quick else 10.0)
     if args.quiet_wait is None:
         args.quiet_wait = 0.0 if quick else 20.0
+    if args.measure_wait is None:
+        args.measure_wait = 0.0 if quick else 5.0
     finished = sorted({n for group in args.finished or [] for n in group} - {0})
     args.finished = (
         finished if args.finished else list(QUICK_FINISHED if quick else DEFAULT_FINISHED)
@@ -251,6 +261,13 @@ class Bench:
             app=app,
         )
 
+    def quiet(self, values: dict[str, float], name: str) -> None:
+        """Just before a measurement: wait (up to --measure-wait) for other processes to
+        leave the CPU, and keep what was seen (`busy_<name>`, in the JSON)."""
+        busy = wait_for_quiet(self.console, self.args.measure_wait, quiet=True)
+        if busy is not None:
+            values[f"busy_{name}"] = busy
+
     def latency_command(self, dialect: str) -> cli.WorkerCommand:
         """For latency one process is best: two idle processes race for every job (each
         is woken, one claims it), which costs about 1 ms at the median on PostgreSQL."""
@@ -350,6 +367,7 @@ class Bench:
         jobs = self.args.jobs
         with self.database(dialect) as db:
             prefill(db, task_name, jobs)
+            self.quiet(values, name)
             result = measure(db)
             if name != "cli":  # the CLI drain checks its own queue
                 check_drained(db, jobs, label)
@@ -405,6 +423,7 @@ class Bench:
                 extra = {"consumers": PGQUEUER_CONSUMERS, "batch": PGQUEUER_BATCH}
             else:
                 extra = {"workers": HUEY_WORKERS}
+            self.quiet(values, peer.name)
             result = peers.run(
                 peer,
                 self.peer_spec(db, "drain", jobs=self.args.jobs, **extra),
@@ -414,6 +433,7 @@ class Bench:
 
     def latency(self, dialect: str, values: dict[str, float]) -> None:
         with self.database(dialect) as db:
+            self.quiet(values, "latency")
             samples = cli.latency(db, self.args.samples, self.latency_command(dialect))
         values.update(report.latency_metrics(samples["from_call"], samples["from_commit"]))
         self.note(
@@ -446,6 +466,7 @@ class Bench:
         with self.database(dialect) as db:
             prefill(db, tasks.NOOP_ASYNC, self.args.jobs)
             features.put_in_use(db.url)
+            self.quiet(values, "features")
             result = self._cli(db, cli.FEATURES_APP)
         self.record_drain(dialect, values, "features", "drain, features in use", result)
         self.note(
@@ -477,6 +498,7 @@ class Bench:
         with self.database(dialect) as db:
             took = sizes.fill(db, n, variant)
             prefill(db, tasks.NOOP_ASYNC, self.args.jobs)
+            self.quiet(values, key)
             result = self._cli(db)
             values[f"{key}_drain"] = self.args.jobs / result["elapsed"]
             text = f"drain {values[f'{key}_drain']:,.0f} jobs/s"
@@ -524,14 +546,15 @@ def cpu_busy(window: float = 0.5) -> float | None:
     return None if total <= 0 else 1 - (idle1 - idle0) / total
 
 
-def wait_for_quiet(console: Console, limit: float) -> float | None:
+def wait_for_quiet(console: Console, limit: float, *, quiet: bool = False) -> float | None:
     """Between measurements nothing of ours runs, so busy CPU is someone else's: wait up
-    to `limit` seconds for it to drop under QUIET, and return what was seen last."""
+    to `limit` seconds for it to drop under QUIET, and return what was seen last (`quiet`:
+    say nothing)."""
     deadline = time.monotonic() + limit
     busy = cpu_busy()
     waited = False
     while busy is not None and busy > QUIET and time.monotonic() < deadline:
-        if not waited:
+        if not waited and not quiet:
             console.print(
                 f"  [yellow]the machine is busy ({busy:.0%} CPU used by other processes): "
                 f"waiting up to {limit:.0f}s[/]"
@@ -539,7 +562,7 @@ def wait_for_quiet(console: Console, limit: float) -> float | None:
             waited = True
         time.sleep(1.0)
         busy = cpu_busy()
-    if busy is not None and busy > QUIET:
+    if busy is not None and busy > QUIET and not quiet:
         console.print(
             f"  [yellow]{'still busy' if waited else 'the machine is busy'} ({busy:.0%} CPU "
             "used by other processes): numbers from this run may be low[/]"
