@@ -366,3 +366,56 @@ def print_sweep(console: Console, found: dict[str, list[dict[str, Any]]], jobs: 
             each = ", ".join(fmt(r, "jobs/s") for r in row.get("rates", []))
             table.add_row(DIALECT_TITLES[dialect], row["setting"], fmt(row["rate"], "jobs/s"), each)
     console.print(table)
+
+
+def markdown(document: dict[str, Any]) -> str:
+    """The tables of a `--json` document as Markdown, for docs/benchmarks.md
+    (`python -m bench.markdown results.json`)."""
+    summary: dict[str, dict[str, float]] = document["medians"]
+    dialects = [d for d in DIALECT_TITLES if d in summary]
+    titles = " | ".join(DIALECT_TITLES[d] for d in dialects)
+    lines = [f"| Measurement | {titles} |", "|---|" + "---:|" * len(dialects)]
+    for metric in METRICS:
+        if not any(metric.key in summary[d] for d in dialects):
+            continue
+        unit = "" if metric.unit in ("ratio", "x", "%") else f" ({metric.unit})"
+        cells = " | ".join(fmt(summary[d].get(metric.key), metric.unit) for d in dialects)
+        label = metric.label.strip()
+        label = f"&nbsp;&nbsp;{label}" if metric.label.startswith("  ") else label
+        lines.append(f"| {label}{unit} | {cells} |")
+    sizes: dict[tuple[int, str, int], dict[str, str]] = {}
+    for dialect in dialects:
+        for key, value in summary[dialect].items():
+            match = SIZE_KEY.match(key)
+            if not match or key.endswith("_ratio"):
+                continue
+            variant, n, measure = match.groups()
+            text = fmt(value, SIZE_MEASURES[measure][1])
+            ratio = summary[dialect].get(f"{key}_ratio")
+            if ratio is not None:
+                text += f" ({ratio * 100:.0f}%)"
+            order = list(SIZE_MEASURES).index(measure)
+            sizes.setdefault((int(n), variant, order), {})[dialect] = text
+    if sizes:
+        lines += [
+            "",
+            f"| Finished rows | Measurement | {titles} |",
+            "|---|---|" + "---:|" * len(dialects),
+        ]
+        for (n, variant, order), cells in sorted(
+            sizes.items(), key=lambda r: (r[0][0], r[0][1] != "finished", r[0][2])
+        ):
+            label, unit = SIZE_MEASURES[list(SIZE_MEASURES)[order]]
+            what = f"{n:,} dead letters" if variant == "dead" else f"{n:,}"
+            row = " | ".join(cells.get(d, "-") for d in dialects)
+            lines.append(f"| {what} | {label} ({unit}) | {row} |")
+    checks = evaluate(summary)
+    if checks:
+        lines += ["", "| Target | Goal | Measured | Met |", "|---|---|---:|---|"]
+        for check in checks:
+            lines.append(
+                f"| {DIALECT_TITLES[check['dialect']]}: {check['target']} | {check['goal']} | "
+                f"{fmt_target(check['metric'], check['measured'])} | "
+                f"{'yes' if check['met'] else '**no**'} |"
+            )
+    return "\n".join(lines) + "\n"

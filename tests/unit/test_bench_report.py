@@ -107,3 +107,18 @@ def test_size_options_accept_lists_and_repeats() -> None:
     assert parse_args(["--quick"]).finished == [20_000]
     with pytest.raises(SystemExit):
         parse_args(["--finished", "lots"])
+
+
+def test_markdown_shows_the_tables_and_the_targets() -> None:
+    values = run(
+        drain_cli=9_000,
+        drain_baseline=30_000,
+        drain_pgqueuer=15_000,
+        size_finished_0_drain=9_000,
+        size_finished_1000000_drain=900,
+    )
+    text = report.markdown({"medians": {"postgres": values}})
+    assert "| drain, rota worker (CLI) (jobs/s) | 9,000 |" in text
+    assert "| &nbsp;&nbsp;rota CLI / pgqueuer | 0.60x |" in text
+    assert "| 1,000,000 | drain (jobs/s) | 900 (10%) |" in text
+    assert "| PostgreSQL: drain vs pgqueuer | >= 1.5x | 0.60x | **no** |" in text
