@@ -33,9 +33,11 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit
 
-## Throughput and latency, SQLite and PostgreSQL, beside a raw-SQL baseline.
+## Throughput, latency, size and idle cost, SQLite and PostgreSQL, beside a raw-SQL baseline
+## and the peers (pgqueuer, huey: each in its own pinned venv under .venv-bench/, made on first
+## use; never by `make test`). 15-18 minutes; BENCH_ARGS="--quick" for a smoke run.
 bench: $(STAMP)
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 ## Chaos on PostgreSQL: 10,000 orders, SIGKILLs, a server restart, a SIGTERM drain (docs/reliability.md).
 chaos: $(STAMP)
@@ -53,4 +55,4 @@ lock:
 	  /tmp/rota-lock/bin/pip freeze; } > requirements.lock
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .venv-bench .mypy_cache .ruff_cache .pytest_cache

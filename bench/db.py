@@ -42,14 +42,18 @@ def schema_url(base_url: str, schema: str) -> str:
 
 
 @contextlib.contextmanager
-def fresh_database(dialect: str, *, pg_url: str, tmpdir: str | None) -> Iterator[Database]:
-    """A new, migrated, empty rota database; dropped (or deleted) on exit."""
+def fresh_database(
+    dialect: str, *, pg_url: str, tmpdir: str | None, migrate: bool = True
+) -> Iterator[Database]:
+    """A new, migrated, empty rota database; dropped (or deleted) on exit. With
+    `migrate=False` it is left empty, for a peer to install its own tables."""
     if dialect == "sqlite":
         folder = tempfile.mkdtemp(prefix="rota-bench-", dir=tmpdir)
         path = str(Path(folder, "rota.db").resolve())
         db = Database("sqlite", f"sqlite:///{path}?synchronous=FULL", sqlite_path=path)
         try:
-            _migrate(db)
+            if migrate:
+                _migrate(db)
             yield db
         finally:
             shutil.rmtree(folder, ignore_errors=True)
@@ -59,7 +63,8 @@ def fresh_database(dialect: str, *, pg_url: str, tmpdir: str | None) -> Iterator
         conn.execute(f'CREATE SCHEMA "{schema}"')
     db = Database("postgres", schema_url(pg_url, schema), schema=schema)
     try:
-        _migrate(db)
+        if migrate:
+            _migrate(db)
         yield db
     finally:
         with psycopg.connect(pg_url, autocommit=True) as conn:

@@ -1,6 +1,6 @@
 """The benchmark's command line and the order of measurements: for each run, for each
-database, every measurement on a fresh database, with the raw-SQL baseline in the same run
-as the rota worker it is compared with."""
+database, every measurement on a fresh database, with the raw-SQL baseline and the peers
+(pgqueuer, huey) in the same run as the rota worker they are compared with."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,21 +24,45 @@ import psycopg
 from rich.console import Console
 
 import rota
-from bench import raw, report, rota_runs, tasks
+from bench import cli, features, peers, raw, report, rota_runs, sizes, tasks
 from bench.child import run_in_child
 from bench.db import BenchError, Database, check_drained, fresh_database, prefill, server_version
 
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
-SCENARIOS = ("enqueue", "drain", "latency")
+SCENARIOS = ("enqueue", "drain", "latency", "features", "sizes", "idle")
 DRAIN_TIMEOUT = 300.0
 QUIET = 0.25  # CPU busy with other work above which a run waits (up to --quiet-wait)
+
+# The CLI worker's best settings on this machine (`python -m bench --sweep`, see
+# docs/benchmarks.md): 100 slots; two processes on PostgreSQL (one per core), one on
+# SQLite (one writer at a time). The CLI has no --fetch-batch: claims are min(free, 100).
+CLI_CONCURRENCY = {"sqlite": 100, "postgres": 100}
+CLI_PROCESSES = {"sqlite": 1, "postgres": 2}
+# The peers' best settings on this machine (the sweep again). pgqueuer's own benchmark
+# documents 5 consumers x batch 10 with asyncpg and uvloop; huey's consumer runs threads.
+PGQUEUER_CONSUMERS = 2
+PGQUEUER_BATCH = 100
+HUEY_WORKERS = 8
+DEFAULT_FINISHED = (200_000,)
+QUICK_FINISHED = (20_000,)
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        values = [int(float(part)) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: use numbers, e.g. 0,200000,1e6") from None
+    if any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError("sizes must be >= 0")
+    return values
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench",
         description="rota throughput and latency on SQLite and PostgreSQL, beside a raw-SQL "
-        "baseline. Prints medians over --runs runs.",
+        "baseline and the fastest Python peers (pgqueuer, huey). Prints medians over --runs "
+        "runs and the targets of issues 16 and 23.",
     )
     parser.add_argument("--dialect", choices=("sqlite", "postgres", "both"), default="both")
     parser.add_argument("--jobs", type=int, default=None, help="jobs per drain (20000)")
@@ -51,6 +76,41 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--only", choices=SCENARIOS, action="append", help="run only these (repeatable)"
+    )
+    parser.add_argument(
+        "--no-peers", action="store_true", help="leave out pgqueuer and huey (no venvs made)"
+    )
+    parser.add_argument(
+        "--no-in-process",
+        action="store_true",
+        help="leave out the in-process rota.Worker drains (kept for profiling)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="the CLI worker's --queues bench=C (default: the best found, per dialect)",
+    )
+    parser.add_argument(
+        "--processes", type=int, default=None, help="the CLI worker's --processes (1)"
+    )
+    parser.add_argument(
+        "--finished",
+        type=_sizes,
+        action="append",
+        metavar="N[,N...]",
+        help="size scenarios: finished jobs in the table besides the empty one; repeatable "
+        f"(default {','.join(map(str, DEFAULT_FINISHED))}; --quick "
+        f"{','.join(map(str, QUICK_FINISHED))}; 1e6 and 1e7 only when asked)",
+    )
+    parser.add_argument(
+        "--idle-seconds", type=float, default=None, help="idle-cost window (10; --quick 3)"
+    )
+    parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="instead of the benchmark: drain with several CLI worker and peer settings, "
+        "interleaved, --runs times each (medians), to find their best",
     )
     parser.add_argument(
         "--postgres-url",
@@ -72,6 +132,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "(20; --quick: 0)",
     )
     parser.add_argument(
+        "--measure-wait",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="before each drain and latency measurement, wait up to this long for quiet "
+        "(5; --quick: 0)",
+    )
+    parser.add_argument(
         "--json",
         nargs="?",
         const="-",
@@ -85,10 +153,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.runs = args.runs or (1 if quick else 3)
     args.single = args.single or max(100, args.jobs // 10)
     args.samples = args.samples or (50 if quick else 300)
+    args.idle_seconds = args.idle_seconds or (3.0 if quick else 10.0)
     if args.quiet_wait is None:
         args.quiet_wait = 0.0 if quick else 20.0
+    if args.measure_wait is None:
+        args.measure_wait = 0.0 if quick else 5.0
+    finished = sorted({n for group in args.finished or [] for n in group} - {0})
+    args.finished = (
+        finished if args.finished else list(QUICK_FINISHED if quick else DEFAULT_FINISHED)
+    )
     for name in ("jobs", "runs", "single", "samples"):
         if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1")
+    for name in ("concurrency", "processes"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1")
     return args
 
@@ -162,13 +240,53 @@ class Bench:
         self.args = args
         self.console = console
 
-    def database(self, dialect: str) -> contextlib.AbstractContextManager[Database]:
-        return fresh_database(dialect, pg_url=self.args.postgres_url, tmpdir=self.args.tmpdir)
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def database(
+        self, dialect: str, *, migrate: bool = True
+    ) -> contextlib.AbstractContextManager[Database]:
+        return fresh_database(
+            dialect, pg_url=self.args.postgres_url, tmpdir=self.args.tmpdir, migrate=migrate
+        )
 
     def note(self, dialect: str, label: str, text: str) -> None:
         self.console.print(
-            f"  {report.DIALECT_TITLES[dialect]:<10} {label:<28} {text}", soft_wrap=True
+            f"  {report.DIALECT_TITLES[dialect]:<10} {label:<30} {text}", soft_wrap=True
         )
+
+    def command(self, dialect: str, app: str = cli.PLAIN_APP) -> cli.WorkerCommand:
+        return cli.WorkerCommand(
+            concurrency=self.args.concurrency or CLI_CONCURRENCY[dialect],
+            processes=self.args.processes or CLI_PROCESSES[dialect],
+            app=app,
+        )
+
+    def quiet(self, values: dict[str, float], name: str) -> None:
+        """Just before a measurement: wait (up to --measure-wait) for other processes to
+        leave the CPU, and keep what was seen (`busy_<name>`, in the JSON)."""
+        busy = wait_for_quiet(self.console, self.args.measure_wait, quiet=True)
+        if busy is not None:
+            values[f"busy_{name}"] = busy
+
+    def latency_command(self, dialect: str) -> cli.WorkerCommand:
+        """For latency one process is best: two idle processes race for every job (each
+        is woken, one claims it), which costs about 1 ms at the median on PostgreSQL."""
+        return cli.WorkerCommand(self.command(dialect).concurrency, self.args.processes or 1)
+
+    def peer(self, dialect: str) -> peers.Peer | None:
+        if self.args.no_peers:
+            return None
+        return next((p for p in peers.PEERS.values() if p.dialect == dialect), None)
+
+    def peer_spec(self, db: Database, op: str, **extra: Any) -> dict[str, Any]:
+        spec: dict[str, Any] = {"op": op, "timeout": DRAIN_TIMEOUT, **extra}
+        if db.dialect == "postgres":
+            spec.update(url=self.args.postgres_url, schema=db.schema)
+        else:
+            spec.update(path=db.sqlite_path)
+        return spec
+
+    # --- one run ----------------------------------------------------------------------------
 
     def run_once(self, dialect: str) -> dict[str, float]:
         only = self.args.only or SCENARIOS
@@ -179,6 +297,13 @@ class Bench:
             self.drains(dialect, values)
         if "latency" in only:
             self.latency(dialect, values)
+        if "features" in only:
+            self.features(dialect, values)
+        if "sizes" in only:
+            self.sizes(dialect, values)
+        if "idle" in only:
+            self.idle(dialect, values)
+        report.add_ratios(values)
         return values
 
     def enqueue(self, dialect: str, values: dict[str, float]) -> None:
@@ -188,14 +313,31 @@ class Bench:
         with self.database(dialect) as db:
             values["enqueue_bulk"] = rota_runs.enqueue_bulk(db, self.args.jobs)
         self.note(dialect, "enqueue, bulk x1000", f"{values['enqueue_bulk']:,.0f} jobs/s")
+        peer = self.peer(dialect)
+        if peer is None or peer.name != "pgqueuer":
+            return
+        for op, jobs, extra in (
+            ("enqueue_single", self.args.single, {}),
+            ("enqueue_bulk", self.args.jobs, {"batch": rota_runs.BULK_BATCH}),
+        ):
+            with self.database(dialect, migrate=False) as db:
+                result = peers.run(
+                    peer, self.peer_spec(db, op, jobs=jobs, **extra), timeout=DRAIN_TIMEOUT
+                )
+            values[f"pgqueuer_{op}"] = result["rate"]
+            self.note(dialect, f"pgqueuer {op.replace('_', ', ')}", f"{result['rate']:,.0f} jobs/s")
 
     def drains(self, dialect: str, values: dict[str, float]) -> None:
         plan: list[tuple[str, str, str, Callable[[Database], dict[str, Any]]]] = [
             ("baseline", "drain, raw baseline", tasks.NOOP_ASYNC, self._raw("lean")),
-            ("async", "drain, rota async", tasks.NOOP_ASYNC, self._rota),
-            ("sync", "drain, rota sync", tasks.NOOP_SYNC, self._rota),
-            ("rota_sql", "drain, raw loop rota SQL", tasks.NOOP_ASYNC, self._raw("rota")),
+            ("cli", "drain, rota worker (CLI)", tasks.NOOP_ASYNC, self._cli),
         ]
+        if not self.args.no_in_process:
+            plan += [
+                ("async", "drain, in-process async", tasks.NOOP_ASYNC, self._rota),
+                ("sync", "drain, in-process sync", tasks.NOOP_SYNC, self._rota),
+            ]
+        plan.append(("rota_sql", "drain, raw loop rota SQL", tasks.NOOP_ASYNC, self._raw("rota")))
         for name, label, task_name, measure in plan:
             try:
                 self.drain(dialect, values, name, label, task_name, measure)
@@ -205,15 +347,13 @@ class Bench:
                 # A diagnostic built on rota's internal query names: a change there should
                 # not cost the whole benchmark.
                 self.note(dialect, label, f"[yellow]skipped: {str(exc).splitlines()[-1]}[/]")
-        base = values["drain_baseline"]
-        for name in ("async", "sync", "rota_sql"):
-            if f"drain_{name}" in values:
-                values[f"ratio_{name}"] = values[f"drain_{name}"] / base
-        self.note(
-            dialect,
-            "rota / baseline",
-            f"async {values['ratio_async']:.0%}, sync {values['ratio_sync']:.0%}",
-        )
+        peer = self.peer(dialect)
+        if peer is not None:
+            self.peer_drain(dialect, values, peer)
+        text = f"raw {values['drain_cli'] / values['drain_baseline']:.0%}"
+        if peer is not None:
+            text += f", {peer.name} {values['drain_cli'] / values[f'drain_{peer.name}']:.2f}x"
+        self.note(dialect, "rota CLI worker vs", text)
 
     def drain(
         self,
@@ -227,17 +367,25 @@ class Bench:
         jobs = self.args.jobs
         with self.database(dialect) as db:
             prefill(db, task_name, jobs)
+            self.quiet(values, name)
             result = measure(db)
-            check_drained(db, jobs, label)
+            if name != "cli":  # the CLI drain checks its own queue
+                check_drained(db, jobs, label)
+        self.record_drain(dialect, values, name, label, result)
+
+    def record_drain(
+        self, dialect: str, values: dict[str, float], name: str, label: str, result: dict[str, Any]
+    ) -> None:
+        jobs = self.args.jobs
         values[f"drain_{name}"] = jobs / result["elapsed"]
-        values[f"claim_size_{name}"] = jobs / max(result["batches"], 1)
         values[f"cpu_us_{name}"] = result["cpu"] / jobs * 1e6
+        if "batches" in result:
+            values[f"claim_size_{name}"] = jobs / max(result["batches"], 1)
         self.note(
             dialect,
             label,
             f"{values[f'drain_{name}']:,.0f} jobs/s ({result['elapsed']:.2f}s, "
-            f"{result['batches']} claims, client CPU {values[f'cpu_us_{name}']:.0f} us/job, "
-            f"{result['cpu'] / result['elapsed']:.0%} of a core)",
+            f"client CPU {values[f'cpu_us_{name}']:.0f} us/job)",
         )
 
     def _raw(self, variant: str) -> Callable[[Database], dict[str, Any]]:
@@ -255,21 +403,129 @@ class Bench:
 
         return measure
 
+    def _cli(self, db: Database, app: str = cli.PLAIN_APP) -> dict[str, Any]:
+        return cli.drain(db, self.args.jobs, self.command(db.dialect, app), DRAIN_TIMEOUT)
+
     def _rota(self, db: Database) -> dict[str, Any]:
         result: dict[str, Any] = run_in_child(
-            rota_runs.drain_child, db.url, self.args.jobs, DRAIN_TIMEOUT, timeout=DRAIN_TIMEOUT + 60
+            rota_runs.drain_child,
+            db.url,
+            self.args.jobs,
+            DRAIN_TIMEOUT,
+            self.args.concurrency or CLI_CONCURRENCY[db.dialect],
+            timeout=DRAIN_TIMEOUT + 60,
         )
         return result
 
+    def peer_drain(self, dialect: str, values: dict[str, float], peer: peers.Peer) -> None:
+        with self.database(dialect, migrate=False) as db:
+            if peer.name == "pgqueuer":
+                extra = {"consumers": PGQUEUER_CONSUMERS, "batch": PGQUEUER_BATCH}
+            else:
+                extra = {"workers": HUEY_WORKERS}
+            self.quiet(values, peer.name)
+            result = peers.run(
+                peer,
+                self.peer_spec(db, "drain", jobs=self.args.jobs, **extra),
+                timeout=DRAIN_TIMEOUT + 120,
+            )
+        self.record_drain(dialect, values, peer.name, f"drain, {peer.name}", result)
+
     def latency(self, dialect: str, values: dict[str, float]) -> None:
         with self.database(dialect) as db:
-            samples = rota_runs.latency(db, self.args.samples)
+            self.quiet(values, "latency")
+            samples = cli.latency(db, self.args.samples, self.latency_command(dialect))
         values.update(report.latency_metrics(samples["from_call"], samples["from_commit"]))
         self.note(
             dialect,
             "enqueue-to-start",
             f"p50 {values['latency_p50']:.2f} ms, p95 {values['latency_p95']:.2f} ms, "
             f"p99 {values['latency_p99']:.2f} ms",
+        )
+        peer = self.peer(dialect)
+        if peer is None or peer.name != "pgqueuer":
+            return
+        with self.database(dialect, migrate=False) as db:
+            spec = self.peer_spec(db, "latency", samples=self.args.samples, batch=PGQUEUER_BATCH)
+            result = peers.run(peer, spec, timeout=DRAIN_TIMEOUT)
+        got = report.latency_metrics(result["from_call"], result["from_commit"])
+        values.update({f"pgqueuer_{k}": v for k, v in got.items()})
+        self.note(
+            dialect,
+            "pgqueuer enqueue-to-start",
+            f"p50 {got['latency_p50']:.2f} ms, p99 {got['latency_p99']:.2f} ms",
+        )
+
+    def features(self, dialect: str, values: dict[str, float]) -> None:
+        """The plain `bench` queue drained beside every feature in use on other queues,
+        against the plain drain of this run (measured here if `drain` was left out)."""
+        if "drain_cli" not in values:
+            self.drain(
+                dialect, values, "cli", "drain, rota worker (CLI)", tasks.NOOP_ASYNC, self._cli
+            )
+        with self.database(dialect) as db:
+            prefill(db, tasks.NOOP_ASYNC, self.args.jobs)
+            features.put_in_use(db.url)
+            self.quiet(values, "features")
+            result = self._cli(db, cli.FEATURES_APP)
+        self.record_drain(dialect, values, "features", "drain, features in use", result)
+        self.note(
+            dialect,
+            "features in use / plain",
+            f"{values['drain_features'] / values['drain_cli']:.0%}",
+        )
+
+    def sizes(self, dialect: str, values: dict[str, float]) -> None:
+        """Drain, enqueue rates and enqueue-to-start latency beside N finished jobs, each
+        against the same sequence on an empty table (N = 0) in this run."""
+        samples = max(50, self.args.samples // 3)
+        plan = [("finished", 0)]
+        for n in self.args.finished:
+            plan += [("finished", n), ("dead", n)]
+        for variant, n in plan:
+            try:
+                self.size(dialect, values, variant, n, samples)
+            except BenchError as exc:
+                if n == 0:
+                    raise
+                # One size failing (a schema change, a timeout at 10M) keeps the rest.
+                self.note(dialect, f"{n:,} {variant}", f"[yellow]skipped: {exc}[/]")
+
+    def size(
+        self, dialect: str, values: dict[str, float], variant: str, n: int, samples: int
+    ) -> None:
+        key = f"size_{variant}_{n}"
+        with self.database(dialect) as db:
+            took = sizes.fill(db, n, variant)
+            prefill(db, tasks.NOOP_ASYNC, self.args.jobs)
+            self.quiet(values, key)
+            result = self._cli(db)
+            values[f"{key}_drain"] = self.args.jobs / result["elapsed"]
+            text = f"drain {values[f'{key}_drain']:,.0f} jobs/s"
+            if variant == "finished":  # the dead-letter variant measures the drain only
+                values[f"{key}_enqueue_single"] = rota_runs.enqueue_single(db, self.args.single)
+                values[f"{key}_enqueue_bulk"] = rota_runs.enqueue_bulk(db, self.args.jobs)
+                got = cli.latency(db, samples, self.latency_command(dialect))
+                lat = report.latency_metrics(got["from_call"], got["from_commit"])
+                values[f"{key}_latency_p50"] = lat["latency_p50"]
+                values[f"{key}_latency_p99"] = lat["latency_p99"]
+                text += (
+                    f", enqueue {values[f'{key}_enqueue_single']:,.0f} / "
+                    f"{values[f'{key}_enqueue_bulk']:,.0f} jobs/s, "
+                    f"latency p50 {lat['latency_p50']:.2f} ms"
+                )
+        self.note(dialect, f"{n:,} {variant} (fill {took:.0f}s)", text)
+
+    def idle(self, dialect: str, values: dict[str, float]) -> None:
+        with self.database(dialect) as db:
+            # One worker process, as the issue's target states it.
+            command = cli.WorkerCommand(self.command(dialect).concurrency, 1)
+            got = cli.idle(db, command, self.args.idle_seconds)
+        values.update(got)
+        self.note(
+            dialect,
+            "idle worker",
+            f"{got['idle_rss_mb']:.0f} MB RSS, {got['idle_cpu_pct']:.1f}% of a core",
         )
 
 
@@ -290,14 +546,15 @@ def cpu_busy(window: float = 0.5) -> float | None:
     return None if total <= 0 else 1 - (idle1 - idle0) / total
 
 
-def wait_for_quiet(console: Console, limit: float) -> float | None:
+def wait_for_quiet(console: Console, limit: float, *, quiet: bool = False) -> float | None:
     """Between measurements nothing of ours runs, so busy CPU is someone else's: wait up
-    to `limit` seconds for it to drop under QUIET, and return what was seen last."""
+    to `limit` seconds for it to drop under QUIET, and return what was seen last (`quiet`:
+    say nothing)."""
     deadline = time.monotonic() + limit
     busy = cpu_busy()
     waited = False
     while busy is not None and busy > QUIET and time.monotonic() < deadline:
-        if not waited:
+        if not waited and not quiet:
             console.print(
                 f"  [yellow]the machine is busy ({busy:.0%} CPU used by other processes): "
                 f"waiting up to {limit:.0f}s[/]"
@@ -305,12 +562,87 @@ def wait_for_quiet(console: Console, limit: float) -> float | None:
             waited = True
         time.sleep(1.0)
         busy = cpu_busy()
-    if busy is not None and busy > QUIET:
+    if busy is not None and busy > QUIET and not quiet:
         console.print(
             f"  [yellow]{'still busy' if waited else 'the machine is busy'} ({busy:.0%} CPU "
             "used by other processes): numbers from this run may be low[/]"
         )
     return busy
+
+
+SWEEP_CLI = ((50, 1), (100, 1), (250, 1), (500, 1), (100, 2))
+SWEEP_PGQUEUER = ((5, 10), (5, 50), (2, 100), (5, 100))
+SWEEP_HUEY = (1, 4, 8)
+
+
+def sweep(bench: Bench, dialects: list[str], console: Console) -> dict[str, Any]:
+    """Drain with each setting of the CLI worker and of each peer, settings interleaved,
+    `--runs` times (medians): how the defaults above were chosen (`python -m bench --sweep`)."""
+    args = bench.args
+    found: dict[str, Any] = {}
+    for dialect in dialects:
+        plan: list[tuple[str, str, Callable[[], dict[str, Any]]]] = []
+        for concurrency, processes in SWEEP_CLI:
+            command = cli.WorkerCommand(concurrency, processes)
+            plan.append(("rota", command.describe(), _sweep_cli(bench, dialect, command)))
+        peer = bench.peer(dialect)
+        settings: list[dict[str, Any]] = []
+        if peer is not None and peer.name == "pgqueuer":
+            settings = [{"consumers": c, "batch": b} for c, b in SWEEP_PGQUEUER]
+        elif peer is not None:
+            settings = [{"workers": w} for w in SWEEP_HUEY]
+        for extra in settings:
+            assert peer is not None
+            label = f"{peer.name} " + " ".join(f"{k}={v}" for k, v in extra.items())
+            plan.append((peer.name, label, _sweep_peer(bench, dialect, peer, extra)))
+        rates: dict[str, list[float]] = {label: [] for _, label, _ in plan}
+        for n in range(args.runs):
+            console.print(f"[bold]{report.DIALECT_TITLES[dialect]} sweep {n + 1}/{args.runs}[/]")
+            for _, label, measure in plan:
+                wait_for_quiet(console, args.quiet_wait)
+                rate = args.jobs / measure()["elapsed"]
+                rates[label].append(rate)
+                bench.note(dialect, label, f"{rate:,.0f} jobs/s")
+        found[dialect] = [
+            {
+                "who": who,
+                "setting": label,
+                "rate": statistics.median(rates[label]),
+                "rates": rates[label],
+            }
+            for who, label, _ in plan
+        ]
+    return found
+
+
+def _sweep_cli(
+    bench: Bench, dialect: str, command: cli.WorkerCommand
+) -> Callable[[], dict[str, Any]]:
+    def measure() -> dict[str, Any]:
+        with bench.database(dialect) as db:
+            prefill(db, tasks.NOOP_ASYNC, bench.args.jobs)
+            return cli.drain(db, bench.args.jobs, command, DRAIN_TIMEOUT)
+
+    return measure
+
+
+def _sweep_peer(
+    bench: Bench, dialect: str, peer: peers.Peer, extra: dict[str, Any]
+) -> Callable[[], dict[str, Any]]:
+    def measure() -> dict[str, Any]:
+        with bench.database(dialect, migrate=False) as db:
+            return peers.run(
+                peer,
+                bench.peer_spec(db, "drain", jobs=bench.args.jobs, **extra),
+                timeout=DRAIN_TIMEOUT + 120,
+            )
+
+    return measure
+
+
+def _console() -> Console:
+    # Piped into a file, the tables keep their width instead of the 80-column default.
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 120)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -327,18 +659,56 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"[yellow]PostgreSQL at {args.postgres_url} is unreachable: benchmarking SQLite only[/]"
         )
         dialects.remove("postgres")
+    bench = Bench(args, progress)
+    try:
+        # Before any run, so that a first-use install never lands in a measurement.
+        for dialect in dialects:
+            peer = bench.peer(dialect)
+            if peer is not None:
+                peers.ensure(peer, progress.print)
+    except BenchError as exc:
+        progress.print(f"[red]{exc}[/]")
+        return 1
     machine = machine_info(args, pg_version)
+    if args.sweep:
+        try:
+            found = sweep(bench, dialects, progress)
+        except BenchError as exc:
+            progress.print(f"[red]sweep failed: {exc}[/]")
+            return 1
+        if args.json is not None:
+            text = json.dumps({"machine": machine, "jobs": args.jobs, "sweep": found}, indent=2)
+            if to_stdout:
+                sys.stdout.write(text + "\n")
+            else:
+                Path(args.json).write_text(text + "\n", encoding="utf-8")
+        if not to_stdout:
+            report.print_sweep(_console(), found, args.jobs)
+        return 0
     settings = {
         "jobs": args.jobs,
         "runs": args.runs,
         "single_enqueues": args.single,
         "latency_samples": args.samples,
         "bulk_batch": rota_runs.BULK_BATCH,
-        "concurrency": rota_runs.CONCURRENCY,
-        "fetch_batch": rota_runs.FETCH_BATCH,
         "baseline_batch": raw.BATCH,
+        "cli_worker": {d: bench.command(d).describe() for d in dialects},
+        "cli_worker_latency": {d: bench.latency_command(d).describe() for d in dialects},
+        "in_process_worker": {
+            d: f"rota.WorkerSettings(queues={{'bench': "
+            f"{args.concurrency or CLI_CONCURRENCY[d]}}}, fetch_batch={rota_runs.FETCH_BATCH})"
+            for d in dialects
+        },
+        "finished_sizes": [0, *args.finished],
+        "idle_seconds": args.idle_seconds,
     }
-    bench = Bench(args, progress)
+    if not args.no_peers:
+        settings["peers"] = {
+            "pgqueuer": f"pgqueuer {peers.PEERS['pgqueuer'].pinned_version()}, asyncpg + uvloop, "
+            f"{PGQUEUER_CONSUMERS} consumers x batch {PGQUEUER_BATCH}, durability=durable",
+            "huey": f"huey {peers.PEERS['huey'].pinned_version()} SqliteHuey (WAL, fsync=True), "
+            f"consumer with {HUEY_WORKERS} threads",
+        }
     runs: list[dict[str, dict[str, float]]] = []
     busy: list[dict[str, float | None]] = []
     started = time.perf_counter()
@@ -357,7 +727,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         progress.print("[yellow]interrupted[/]")
         return 130
-    progress.print(f"[dim]took {time.perf_counter() - started:.0f}s[/]")
+    took = time.perf_counter() - started
+    progress.print(f"[dim]took {took:.0f}s[/]")
+    settings["took_seconds"] = round(took)
     summary = report.medians(runs)
     if args.json is not None:
         document = {
@@ -374,5 +746,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             Path(args.json).write_text(text + "\n", encoding="utf-8")
     if not to_stdout:
-        report.print_report(Console(highlight=False), summary, args.runs, machine, settings, busy)
+        report.print_report(_console(), summary, args.runs, machine, settings, busy)
     return 0

@@ -3,6 +3,8 @@ children) builds its own App with `make_app`, so the names always agree."""
 
 from __future__ import annotations
 
+import os
+import socket
 import time
 from collections.abc import Callable
 
@@ -13,8 +15,23 @@ NOOP_ASYNC = "bench.noop_async"
 NOOP_SYNC = "bench.noop_sync"
 STAMP = "bench.stamp"
 
-# Where `bench.stamp` reports (seq, time.monotonic() at start); the latency child sets it.
+# Where `bench.stamp` reports (seq, time.monotonic() at start): in a `rota worker` of the
+# latency measurement, a Unix datagram socket named by $ROTA_BENCH_STAMPS (bench/cli_app.py).
 stamp_sink: Callable[[int, float], None] | None = None
+STAMPS_ENV = "ROTA_BENCH_STAMPS"
+
+
+def socket_sink() -> Callable[[int, float], None] | None:
+    """A stamp sink sending `seq started` to the socket in $ROTA_BENCH_STAMPS, if set."""
+    path = os.environ.get(STAMPS_ENV)
+    if not path:
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+
+    def send(seq: int, started: float) -> None:
+        sock.sendto(f"{seq} {started!r}".encode(), path)
+
+    return send
 
 
 def make_app(url: str) -> rota.App:
