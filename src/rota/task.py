@@ -3,6 +3,7 @@ arguments at the door and writes jobs through the app's driver."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from collections.abc import Callable, Iterable, Mapping
@@ -231,27 +232,27 @@ class Task(Generic[P, R]):
         """Store many jobs in one round trip; all are validated before any is written."""
         if isinstance(args_list, Mapping | str | bytes):
             raise ArgumentsError("enqueue_many takes a list of argument dicts")
+        fields = self._fields(
+            key=None,
+            at=at,
+            delay=delay,
+            priority=priority,
+            queue=queue,
+            max_attempts=max_attempts,
+            partition_key=partition_key,
+            expires_at=expires_at,
+            requires=requires,
+            tenant=tenant,
+        )
         rows = []
         for i, args in enumerate(args_list):
             if not isinstance(args, Mapping):
                 raise ArgumentsError(f"enqueue_many item {i} is {type(args).__name__}, not a dict")
             try:
-                rows.append(
-                    self.build(
-                        dict(args),
-                        at=at,
-                        delay=delay,
-                        priority=priority,
-                        queue=queue,
-                        max_attempts=max_attempts,
-                        partition_key=partition_key,
-                        expires_at=expires_at,
-                        requires=requires,
-                        tenant=tenant,
-                    )
-                )
+                args_json = self._args_json(dict(args))
             except ArgumentsError as exc:
                 raise ArgumentsError(f"enqueue_many item {i}: {exc}") from None
+            rows.append(JobInsert.restore({**fields, "args_json": args_json}))
         if not rows:
             return []
         return self.app._insert(rows, conn=conn, tasks=[self] * len(rows))
@@ -276,6 +277,26 @@ class Task(Generic[P, R]):
 
         `meta` is for rota's own features (a batch index, a workflow step, a trace
         context): it travels with the job and is read back as `ctx.meta`."""
+        args_json = self._args_json(args)
+        fields = self._fields(
+            key=key,
+            at=at,
+            delay=delay,
+            priority=priority,
+            queue=queue,
+            max_attempts=max_attempts,
+            partition_key=partition_key,
+            expires_at=expires_at,
+            requires=requires,
+            tenant=tenant,
+        )
+        fields["args_json"] = args_json
+        if meta:
+            fields["meta_json"] = encode(meta, what=f"metadata of {self.name}")
+        return JobInsert.restore(fields)
+
+    def _args_json(self, args: dict[str, Any]) -> str:
+        """The stored form of one job's arguments: validated, JSON, sealed if encrypted."""
         stored = self.args_model.dump(self.name, args)
         args_json = encode(
             stored, what=f"arguments of {self.name}", limit=self.app.max_payload_bytes
@@ -288,6 +309,24 @@ class Task(Generic[P, R]):
                     "is plugged into this App (rota.App plugs it in)"
                 )
             args_json = sealer.seal(args_json)
+        return args_json
+
+    def _fields(
+        self,
+        *,
+        key: str | None,
+        at: datetime | None,
+        delay: float | None,
+        priority: int | None,
+        queue: str | None,
+        max_attempts: int | None,
+        partition_key: str | None,
+        expires_at: datetime | None,
+        requires: Iterable[str] | None,
+        tenant: str | None,
+    ) -> dict[str, Any]:
+        """The options of a job, validated, as JobInsert fields (all but the arguments):
+        checked once for a whole enqueue_many."""
         if queue is not None:
             check_queue_name(queue, ArgumentsError)
         if priority is not None:
@@ -322,24 +361,23 @@ class Task(Generic[P, R]):
             else check_labels(requires, "requires", ArgumentsError)
         )
         check_tenant(tenant)
-        return JobInsert(
-            task=self.name,
-            queue=queue or self.policy.queue,
-            args_json=args_json,
-            priority=self.policy.priority if priority is None else priority,
-            max_attempts=self.policy.max_attempts if max_attempts is None else max_attempts,
-            key=key,
-            at=at,
-            delay=None if delay is None else float(delay),
-            key_ttl=self.policy.key_ttl,
-            meta_json=None if not meta else encode(meta, what=f"metadata of {self.name}"),
-            key_states=(
-                None
-                if self.policy.key_states is None
-                else tuple(sorted(str(s) for s in self.policy.key_states))
-            ),
-            partition_key=partition_key,
-            expires_at=expires_at,
-            requires=needs or None,
-            tenant=tenant,
-        )
+        return {
+            "task": self.name,
+            "queue": queue or self.policy.queue,
+            "priority": self.policy.priority if priority is None else priority,
+            "max_attempts": self.policy.max_attempts if max_attempts is None else max_attempts,
+            "key": key,
+            "at": at,
+            "delay": None if delay is None else float(delay),
+            "key_ttl": self.policy.key_ttl,
+            "key_states": self._key_states,
+            "partition_key": partition_key,
+            "expires_at": expires_at,
+            "requires": needs or None,
+            "tenant": tenant,
+        }
+
+    @functools.cached_property
+    def _key_states(self) -> tuple[str, ...] | None:
+        states = self.policy.key_states
+        return None if states is None else tuple(sorted(str(s) for s in states))

@@ -4,6 +4,7 @@ queues (never cursors), and its parameters and results are frozen dataclasses.""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -43,6 +44,22 @@ class JobInsert:
     # Labels a worker must advertise to claim the job (sorted; None: any worker).
     requires: tuple[str, ...] | None = None
     tenant: str | None = None  # who the job is for (fair queues, per-tenant caps)
+
+    @classmethod
+    def restore(cls, fields: dict[str, Any]) -> JobInsert:
+        """A row from fields already validated (Task.build), without the frozen
+        dataclass's `__init__`, which costs as much as validating the arguments."""
+        row = object.__new__(cls)
+        values = row.__dict__
+        values.update(_INSERT_DEFAULTS)
+        values.update(fields)
+        return row
+
+
+# The defaults of JobInsert's fields, for JobInsert.restore.
+_INSERT_DEFAULTS: dict[str, Any] = {
+    f.name: f.default for f in dataclasses.fields(JobInsert) if f.default is not dataclasses.MISSING
+}
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,12 @@ class Codec(Protocol):
         named `<name>` (read with json_each)."""
         ...
 
+    def row(self, name: str, names: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
+        """One row as parameters of a statement that takes one: PostgreSQL gets a scalar per
+        column, named `<name>_<column>` (no array to build or unpack); SQLite gets the same
+        JSON array of one object as `columns` (read with json_each)."""
+        ...
+
 
 class Database(Protocol[ConnT]):
     """One database of one dialect. Thread-safe; every method blocks."""

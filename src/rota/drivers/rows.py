@@ -2,44 +2,79 @@
 
 from __future__ import annotations
 
+import json
+
+from rota.drivers.base import JobInsert
 from rota.drivers.database import Codec, Row
 from rota.job import Attempt, Job, JobState
+
+# A stored state's text to its JobState, without the enum's call machinery.
+_STATES: dict[str, JobState] = {str(state): state for state in JobState}
 
 
 def job_from_row(row: Row, codec: Codec, *, created: bool = True) -> Job:
     """A whole stored job (every column of rota_jobs) as a Job."""
     token = row["lease_token"]
     history = codec.json(row["history"])
-    return Job(
-        id=row["id"],
-        task=row["task"],
-        queue=row["queue"],
-        args=codec.json(row["args"]),
-        state=JobState(row["state"]),
-        priority=row["priority"],
-        attempt=row["attempt"],
-        max_attempts=row["max_attempts"],
-        run_at=codec.instant(row["run_at"]),
-        created_at=codec.instant(row["created_at"]),
-        attempted_at=codec.time(row["attempted_at"]),
-        finished_at=codec.time(row["finished_at"]),
-        key=row["key"],
-        worker=row["worker"],
-        lease_token=None if token is None else str(token),
-        lease_expires_at=codec.time(row["lease_expires_at"]),
-        cancel_requested=codec.flag(row["cancel_requested"]),
-        result=codec.json(row["result"]),
-        checkpoint=codec.json(row["checkpoint"]),
-        meta=codec.json(row["meta"]) or {},
-        progress=row["progress"],
-        progress_message=row["progress_message"],
-        progress_at=codec.time(row["progress_at"]),
-        history=tuple(Attempt.from_entry(e, codec.json_time) for e in history) if history else (),
-        created=created,
-        partition_key=row["partition_key"],
-        expires_at=codec.time(row["expires_at"]),
-        requires=tuple(codec.json(row["requires"]) or ()),
-        tenant=row["tenant"],
+    return Job.restore(
+        {
+            "id": row["id"],
+            "task": row["task"],
+            "queue": row["queue"],
+            "args": codec.json(row["args"]),
+            "state": _STATES[row["state"]],
+            "priority": row["priority"],
+            "attempt": row["attempt"],
+            "max_attempts": row["max_attempts"],
+            "run_at": codec.instant(row["run_at"]),
+            "created_at": codec.instant(row["created_at"]),
+            "attempted_at": codec.time(row["attempted_at"]),
+            "finished_at": codec.time(row["finished_at"]),
+            "key": row["key"],
+            "worker": row["worker"],
+            "lease_token": None if token is None else str(token),
+            "lease_expires_at": codec.time(row["lease_expires_at"]),
+            "cancel_requested": codec.flag(row["cancel_requested"]),
+            "result": codec.json(row["result"]),
+            "checkpoint": codec.json(row["checkpoint"]),
+            "meta": codec.json(row["meta"]) or {},
+            "progress": row["progress"],
+            "progress_message": row["progress_message"],
+            "progress_at": codec.time(row["progress_at"]),
+            "history": (
+                tuple(Attempt.from_entry(e, codec.json_time) for e in history) if history else ()
+            ),
+            "created": created,
+            "partition_key": row["partition_key"],
+            "expires_at": codec.time(row["expires_at"]),
+            "requires": tuple(codec.json(row["requires"]) or ()),
+            "tenant": row["tenant"],
+        }
+    )
+
+
+def inserted_job(row: Row, insert: JobInsert, codec: Codec) -> Job:
+    """A job just inserted: what the database drew (id, state, times) and what was sent
+    (the rest), so an enqueue reads back only the columns it could not know."""
+    return Job.restore(
+        {
+            "id": row["id"],
+            "task": insert.task,
+            "queue": insert.queue,
+            "args": json.loads(insert.args_json),
+            "state": _STATES[row["state"]],
+            "priority": insert.priority,
+            "attempt": 0,
+            "max_attempts": insert.max_attempts,
+            "run_at": codec.instant(row["run_at"]),
+            "created_at": codec.instant(row["created_at"]),
+            "key": insert.key,
+            "meta": json.loads(insert.meta_json) if insert.meta_json else {},
+            "partition_key": insert.partition_key,
+            "expires_at": insert.expires_at,
+            "requires": insert.requires or (),
+            "tenant": insert.tenant,
+        }
     )
 
 
@@ -47,26 +82,28 @@ def claimed_job(row: Row, codec: Codec) -> Job:
     """A job as a claim returns it: what the runner needs, not its history or result."""
     token = row["lease_token"]
     requires = row["requires"]
-    return Job(
-        id=row["id"],
-        task=row["task"],
-        queue=row["queue"],
-        args=codec.json(row["args"]),
-        state=JobState.RUNNING,
-        priority=row["priority"],
-        attempt=row["attempt"],
-        max_attempts=row["max_attempts"],
-        run_at=codec.instant(row["run_at"]),
-        created_at=codec.instant(row["created_at"]),
-        attempted_at=codec.time(row["attempted_at"]),
-        key=row["key"],
-        worker=row["worker"],
-        lease_token=None if token is None else str(token),
-        lease_expires_at=codec.time(row["lease_expires_at"]),
-        checkpoint=codec.json(row["checkpoint"]),
-        meta=codec.json(row["meta"]) or {},
-        partition_key=row["partition_key"],
-        expires_at=codec.time(row["expires_at"]),
-        requires=() if requires is None else tuple(codec.json(requires)),
-        tenant=row["tenant"],
+    return Job.restore(
+        {
+            "id": row["id"],
+            "task": row["task"],
+            "queue": row["queue"],
+            "args": codec.json(row["args"]),
+            "state": JobState.RUNNING,
+            "priority": row["priority"],
+            "attempt": row["attempt"],
+            "max_attempts": row["max_attempts"],
+            "run_at": codec.instant(row["run_at"]),
+            "created_at": codec.instant(row["created_at"]),
+            "attempted_at": codec.time(row["attempted_at"]),
+            "key": row["key"],
+            "worker": row["worker"],
+            "lease_token": None if token is None else str(token),
+            "lease_expires_at": codec.time(row["lease_expires_at"]),
+            "checkpoint": codec.json(row["checkpoint"]),
+            "meta": codec.json(row["meta"]) or {},
+            "partition_key": row["partition_key"],
+            "expires_at": codec.time(row["expires_at"]),
+            "requires": () if requires is None else tuple(codec.json(requires)),
+            "tenant": row["tenant"],
+        }
     )

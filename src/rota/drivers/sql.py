@@ -24,8 +24,8 @@ from rota.drivers.base import (
     RescueReport,
 )
 from rota.drivers.catalog import CatalogStore
-from rota.drivers.database import Database, Row
-from rota.drivers.rows import claimed_job, job_from_row
+from rota.drivers.database import Database, Row, Session
+from rota.drivers.rows import claimed_job, inserted_job, job_from_row
 from rota.errors import DatabaseUnavailableError, InvalidTransitionError, JobNotFoundError
 from rota.job import Job
 
@@ -84,68 +84,76 @@ class SQLDriver:
     def job_insert_many(self, rows: Sequence[JobInsert], conn: object = None) -> list[Job]:
         """Insert jobs in one statement; a job whose idempotency key is held gets the
         holder back (`created` False). A held key may be stale (past its window, or its job
-        left the guarded states): those are released and inserted again, in the same
-        transaction."""
+        left the guarded states): those are released and inserted again.
+
+        Without the caller's connection the insert runs on its own (one round trip, no
+        BEGIN/COMMIT, keyed or not); only a key conflict opens a transaction, to release
+        stale keys, insert again and read the holders."""
         if not rows:
             return []
         db = self._database
         result: list[Job | None] = [None] * len(rows)
-        if conn is None and all(r.key is None for r in rows):
-            # Nothing can conflict: one statement, atomic on its own (no BEGIN/COMMIT).
-            self._insert_into(
-                db.execute("job_insert_many", self._insert_params(rows)),
-                rows,
-                range(len(rows)),
-                result,
-            )
-            return [job for job in result if job is not None]
-        with db.write(conn) as session:
-            pending = list(range(len(rows)))
-            # Twice is enough: a third conflict means another transaction took the key just
-            # now, and its job is the answer.
-            for _ in range(2):
-                subset = [rows[i] for i in pending]
-                inserted = session.all("job_insert_many", self._insert_params(subset))
-                self._insert_into(inserted, rows, pending, result)
-                conflicts = [i for i in pending if result[i] is None]
-                if not conflicts:
-                    break
-                released = session.all("job_release_keys", self._key_params(rows, conflicts, True))
-                freed = {(r["task"], r["key"]) for r in released}
-                pending = [i for i in conflicts if (rows[i].task, rows[i].key) in freed]
-                if not pending:
-                    break
-            missing = [i for i, job in enumerate(result) if job is None]
-            if missing:
-                holders = session.all("job_get_by_keys", self._key_params(rows, missing, False))
-                self._holders_into(holders, rows, missing, result)
+        if conn is None:
+            self._insert_into(db.execute(*self._insert(rows)), rows, range(len(rows)), result)
+            if all(job is not None for job in result):
+                return result  # type: ignore[return-value]  # every slot is filled
+            with db.write() as session:
+                self._resolve_conflicts(session, rows, result)
+        else:
+            with db.write(conn) as session:
+                inserted = session.all(*self._insert(rows))
+                self._insert_into(inserted, rows, range(len(rows)), result)
+                self._resolve_conflicts(session, rows, result)
         return [job for job in result if job is not None]
 
-    def _insert_params(self, rows: Sequence[JobInsert]) -> dict[str, Any]:
+    def _resolve_conflicts(
+        self, session: Session[Any], rows: Sequence[JobInsert], result: list[Job | None]
+    ) -> None:
+        """Inputs whose key was held: release the holders that are stale and insert those
+        again (twice is enough: a third conflict means another transaction took the key
+        just now, and its job is the answer), then hand back the holders of the rest."""
+        pending = [i for i, job in enumerate(result) if job is None]
+        for _ in range(2):
+            if not pending:
+                break
+            released = session.all("job_release_keys", self._key_params(rows, pending, True))
+            freed = {(r["task"], r["key"]) for r in released}
+            pending = [i for i in pending if (rows[i].task, rows[i].key) in freed]
+            if not pending:
+                break
+            subset = [rows[i] for i in pending]
+            self._insert_into(session.all(*self._insert(subset)), rows, pending, result)
+            pending = [i for i in pending if result[i] is None]
+        missing = [i for i, job in enumerate(result) if job is None]
+        if missing:
+            holders = session.all("job_get_by_keys", self._key_params(rows, missing, False))
+            self._holders_into(holders, rows, missing, result)
+
+    def _insert(self, rows: Sequence[JobInsert]) -> tuple[str, dict[str, Any]]:
+        """The statement inserting `rows` and its parameters (one job: scalars)."""
         c = self._database.codec
-        return c.columns(
-            "j",
-            _INSERT,
-            [
-                (
-                    r.task,
-                    r.queue,
-                    r.args_json,
-                    r.priority,
-                    r.max_attempts,
-                    r.key,
-                    c.time_param(r.at),
-                    r.delay,
-                    r.meta_json,
-                    r.partition_key,
-                    c.time_param(r.expires_at),
-                    # Comma-joined (labels have no commas): one text per row in both dialects.
-                    None if r.requires is None else ",".join(r.requires),
-                    r.tenant,
-                )
-                for r in rows
-            ],
-        )
+        values = [
+            (
+                r.task,
+                r.queue,
+                r.args_json,
+                r.priority,
+                r.max_attempts,
+                r.key,
+                c.time_param(r.at),
+                r.delay,
+                r.meta_json,
+                r.partition_key,
+                c.time_param(r.expires_at),
+                # Comma-joined (labels have no commas): one text per row in both dialects.
+                None if r.requires is None else ",".join(r.requires),
+                r.tenant,
+            )
+            for r in rows
+        ]
+        if len(values) == 1:
+            return "job_insert_one", c.row("j", _INSERT, values[0])
+        return "job_insert_many", c.columns("j", _INSERT, values)
 
     def _key_params(
         self, rows: Sequence[JobInsert], indexes: Sequence[int], release: bool
@@ -187,7 +195,7 @@ class SQLDriver:
                 if (row.task, row.key) not in keyed:
                     continue
                 keyed.discard((row.task, row.key))  # a later duplicate in this batch conflicts
-            result[i] = job_from_row(next(ordered), c)
+            result[i] = inserted_job(next(ordered), row, c)
 
     def _holders_into(
         self,

@@ -65,6 +65,9 @@ class PostgresCodec:
     ) -> dict[str, Any]:
         return {f"{name}_{col}": [row[i] for row in rows] for i, col in enumerate(names)}
 
+    def row(self, name: str, names: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
+        return {f"{name}_{col}": value for col, value in zip(names, values, strict=True)}
+
 
 class PostgresSession:
     __slots__ = ("_cursor",)

@@ -58,6 +58,9 @@ class SQLiteCodec:
     ) -> dict[str, Any]:
         return {name: json.dumps([dict(zip(names, row, strict=True)) for row in rows])}
 
+    def row(self, name: str, names: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
+        return self.columns(name, names, [values])
+
 
 class SQLiteSession:
     __slots__ = ("_cursor",)

@@ -28,7 +28,8 @@ ins AS (
            CASE WHEN run_at > now() THEN 'scheduled' ELSE 'available' END
     FROM timed ORDER BY ord
     ON CONFLICT (task, key) WHERE key IS NOT NULL AND key_active DO NOTHING
-    RETURNING *
+    -- What the database drew; the caller knows the rest.
+    RETURNING id, task, key, state, run_at, created_at, queue
 ),
 gate AS (
     INSERT INTO rota_queues (name, paused, gated, updated_at)
@@ -42,6 +43,40 @@ notified AS (
     FROM (SELECT DISTINCT queue FROM ins WHERE state = 'available') AS q
 )
 SELECT ins.*, (SELECT n FROM notified) AS notified FROM ins
+
+-- name: job_insert_one
+-- job_insert_many for one job, with a scalar per column (`j_*`): an enqueue sends no
+-- arrays to build and unpack.
+WITH input AS (
+    SELECT %(j_task)s::text AS task, %(j_queue)s::text AS queue, %(j_args)s::jsonb AS args,
+           %(j_priority)s::smallint AS priority, %(j_max_attempts)s::int AS max_attempts,
+           %(j_key)s::text AS key,
+           COALESCE(%(j_at)s::timestamptz,
+                    now() + make_interval(secs => COALESCE(%(j_delay)s::float8, 0))) AS run_at,
+           %(j_meta)s::jsonb AS meta, %(j_partition_key)s::text AS partition_key,
+           %(j_expires_at)s::timestamptz AS expires_at, %(j_requires)s::text AS requires,
+           %(j_tenant)s::text AS tenant
+),
+ins AS (
+    INSERT INTO rota_jobs (task, queue, args, priority, max_attempts, key, run_at, meta,
+                           partition_key, expires_at, requires, tenant, state)
+    SELECT task, queue, args, priority, max_attempts, key, run_at, meta,
+           partition_key, expires_at, string_to_array(requires, ','), tenant,
+           CASE WHEN run_at > now() THEN 'scheduled' ELSE 'available' END
+    FROM input
+    ON CONFLICT (task, key) WHERE key IS NOT NULL AND key_active DO NOTHING
+    RETURNING id, task, key, state, run_at, created_at, queue
+),
+gate AS (
+    INSERT INTO rota_queues (name, paused, gated, updated_at)
+    SELECT queue, false, true, now() FROM input AS t
+    WHERE (t.partition_key IS NOT NULL OR t.expires_at IS NOT NULL OR t.requires IS NOT NULL)
+      AND NOT EXISTS (SELECT 1 FROM rota_queues AS q WHERE q.name = t.queue AND q.gated)
+    ON CONFLICT (name) DO UPDATE SET gated = true, updated_at = now()
+)
+SELECT ins.*, CASE WHEN ins.state = 'available' THEN pg_notify('rota_jobs', ins.queue) END
+       AS notified
+FROM ins
 
 -- name: job_get_by_keys
 -- The jobs holding the active (task, key) pairs whose insert met a conflict.

@@ -29,7 +29,8 @@ FROM (SELECT e.key AS ord, n.now,
 WHERE true
 ORDER BY r.ord
 ON CONFLICT (task, key) WHERE key IS NOT NULL AND key_active DO NOTHING
-RETURNING *;
+-- What the database drew; the caller knows the rest.
+RETURNING id, task, key, state, run_at, created_at;
 INSERT INTO rota_queues (name, paused, gated, updated_at)
 SELECT DISTINCT json_extract(e.value, '$.queue'), 0, 1, (julianday('now') - 2440587.5) * 86400.0
 FROM json_each(:j) AS e
@@ -39,6 +40,10 @@ WHERE (json_extract(e.value, '$.partition_key') IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM rota_queues AS q
                   WHERE q.name = json_extract(e.value, '$.queue') AND q.gated)
 ON CONFLICT (name) DO UPDATE SET gated = 1, updated_at = excluded.updated_at
+
+-- name: job_insert_one
+-- job_insert_many for one job (a JSON array `j` of one object).
+-- include: job_insert_many
 
 -- name: job_get_by_keys
 -- The jobs holding the active (task, key) pairs (a JSON array `k`) whose insert met a conflict.
