@@ -47,7 +47,7 @@ lock:
 	rm -rf /tmp/rota-lock && $(PYTHON) -m venv /tmp/rota-lock
 	/tmp/rota-lock/bin/pip install --quiet --upgrade pip
 	/tmp/rota-lock/bin/pip install --quiet "click" "cronsim" "cryptography" "rich" "pydantic" "psycopg[binary]" \
-	  "psycopg-pool" "pyyaml" "starlette" "uvicorn" pytest hypothesis mypy ruff pytest-timeout \
+	  "psycopg-pool" "inotify_simple" "pyyaml" "starlette" "uvicorn" pytest hypothesis mypy ruff pytest-timeout \
 	  hatchling editables pika jsonschema kubernetes-validate types-PyYAML \
 	  prometheus-client opentelemetry-api opentelemetry-sdk fpdf2 segno \
 	  jinja2 httpx2 schemathesis selenium

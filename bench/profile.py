@@ -42,7 +42,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             profiler.dump_stats(args.cprofile)
         check_drained(db, args.jobs, "profiled drain")
     rate = args.jobs / result["elapsed"]
-    print(f"{args.dialect} {args.task}: {rate:,.0f} jobs/s ({result['batches']} claims)")
+    cpu = result["cpu"] / args.jobs * 1e6
+    print(
+        f"{args.dialect} {args.task}: {rate:,.0f} jobs/s, client CPU {cpu:.0f} us/job "
+        f"({result['batches']} claims)"
+    )
     return 0
 
 

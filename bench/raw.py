@@ -84,14 +84,17 @@ def noop(n: int = 0) -> None:
     return None
 
 
-def statements(dialect: str, variant: str) -> tuple[str, str]:
-    """(claim, complete) SQL for `dialect`: the lean baseline, or rota's own."""
+def statements(dialect: str, variant: str) -> tuple[list[str], str]:
+    """(claim statements, complete) SQL for `dialect`: the lean baseline, or rota's own
+    plain claim (a script on SQLite), which carries the completions of the last batch."""
     if variant == "lean":
-        return (PG_CLAIM, PG_COMPLETE) if dialect == "postgres" else (SQLITE_CLAIM, SQLITE_COMPLETE)
+        if dialect == "postgres":
+            return [PG_CLAIM], PG_COMPLETE
+        return [SQLITE_CLAIM], SQLITE_COMPLETE
     from rota.drivers import queries
 
     named = queries.load(dialect)
-    return named["job_fetch_available"], named["job_complete_many"]
+    return queries.statements_of(named["job_claim_plain"]), named["job_complete_many"]
 
 
 def _pg_complete_params(variant: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -101,13 +104,13 @@ def _pg_complete_params(variant: str, rows: list[dict[str, Any]]) -> dict[str, A
         return {"ids": ids, "tokens": tokens}
     n = len(rows)
     return {
-        "ids": ids,
-        "tokens": tokens,
-        "states": ["completed"] * n,
-        "delays": [None] * n,
-        "results": [None] * n,
-        "entries": [_COMPLETED_ENTRY] * n,
-        "refunds": [False] * n,
+        "c_id": ids,
+        "c_token": tokens,
+        "c_state": ["completed"] * n,
+        "c_delay": [None] * n,
+        "c_result": [None] * n,
+        "c_entry": [_COMPLETED_ENTRY] * n,
+        "c_refund": [False] * n,
     }
 
 
@@ -126,7 +129,7 @@ def _sqlite_complete_params(variant: str, rows: list[tuple[Any, ...]]) -> dict[s
         }
         for job_id, token in rows
     ]
-    return {"batch": json.dumps(batch)}
+    return {"c": json.dumps(batch)}
 
 
 def drain_child(
@@ -149,14 +152,28 @@ def drain_child(
 
         def run() -> tuple[int, int]:
             done = batches = 0
+            if variant == "lean":
+                while True:
+                    rows = conn.execute(claim_sql[0], params).fetchall()
+                    if not rows:
+                        return done, batches
+                    for row in rows:
+                        noop(**row["args"])
+                    conn.execute(complete_sql, _pg_complete_params(variant, rows))
+                    done += len(rows)
+                    batches += 1
+            # rota's plain claim: the last batch's completions ride along with the next claim.
+            carried: list[dict[str, Any]] = []
             while True:
-                rows = conn.execute(claim_sql, params).fetchall()
-                if not rows:
+                found = conn.execute(
+                    claim_sql[0], {**params, **_pg_complete_params(variant, carried)}
+                ).fetchall()
+                done += len(carried)
+                carried = [r for r in found if r["kind"] == "job"]
+                if not carried:
                     return done, batches
-                for row in rows:
+                for row in carried:
                     noop(**row["args"])
-                conn.execute(complete_sql, _pg_complete_params(variant, rows))
-                done += len(rows)
                 batches += 1
 
         close = conn.close
@@ -166,20 +183,38 @@ def drain_child(
 
         def run() -> tuple[int, int]:
             done = batches = 0
+            if variant == "lean":
+                while True:
+                    db.execute("BEGIN IMMEDIATE")
+                    claimed = db.execute(claim_sql[0], params).fetchall()
+                    db.execute("COMMIT")
+                    if not claimed:
+                        return done, batches
+                    rows = []
+                    for row in claimed:
+                        noop(**json.loads(row["args"]))
+                        rows.append((row["id"], row["lease_token"]))
+                    db.execute("BEGIN IMMEDIATE")
+                    db.execute(complete_sql, _sqlite_complete_params(variant, rows)).fetchall()
+                    db.execute("COMMIT")
+                    done += len(rows)
+                    batches += 1
+            finished: list[tuple[Any, ...]] = []
             while True:
+                step = {**params, **_sqlite_complete_params(variant, finished)}
                 db.execute("BEGIN IMMEDIATE")
-                claimed = db.execute(claim_sql, params).fetchall()
+                found = []
+                for statement in claim_sql:
+                    found.extend(db.execute(statement, step).fetchall())
                 db.execute("COMMIT")
-                if not claimed:
+                done += len(finished)
+                finished = []
+                for row in found:
+                    if row["kind"] == "job":
+                        noop(**json.loads(row["args"]))
+                        finished.append((row["id"], row["lease_token"]))
+                if not finished:
                     return done, batches
-                rows = []
-                for row in claimed:
-                    noop(**json.loads(row["args"]))
-                    rows.append((row["id"], row["lease_token"]))
-                db.execute("BEGIN IMMEDIATE")
-                db.execute(complete_sql, _sqlite_complete_params(variant, rows)).fetchall()
-                db.execute("COMMIT")
-                done += len(rows)
                 batches += 1
 
         close = db.close

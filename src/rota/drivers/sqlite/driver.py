@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import sqlite3
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from rota.drivers import queries
-from rota.drivers.base import WakeFunc
 from rota.drivers.sql import SQLDriver
 from rota.drivers.sqlite.copy import SQLiteCopyStore
 from rota.drivers.sqlite.database import SQLiteDatabase
@@ -19,6 +16,7 @@ from rota.drivers.sqlite.hardening import (
     SQLiteProgressStore,
 )
 from rota.drivers.sqlite.tokens import SQLiteTokenStore
+from rota.drivers.sqlite.watch import DataVersionNotifier
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
     SchemaError,
@@ -85,44 +83,6 @@ class SQLiteDriver(SQLDriver):
 
     def notifier(self) -> DataVersionNotifier:
         return DataVersionNotifier(self._path, self._busy_ms)
-
-
-class DataVersionNotifier:
-    """Wakes workers when another connection commits to the file.
-
-    `PRAGMA data_version` changes whenever another connection commits, and costs
-    microseconds to read, so a 1 ms watch gives SQLite near-instant pick-up across
-    processes without scanning the job table.
-    """
-
-    interval = 0.001
-
-    def __init__(self, path: str, busy_ms: int) -> None:
-        self._path = path
-        self._busy_ms = busy_ms
-
-    async def run(self, wake: WakeFunc, control: Callable[[str], None]) -> None:
-        loop = asyncio.get_running_loop()
-        stop = threading.Event()
-
-        def watch() -> None:
-            conn = sqlite3.connect(self._path, timeout=self._busy_ms / 1000)
-            try:
-                last = conn.execute("PRAGMA data_version").fetchone()[0]
-                while not stop.wait(self.interval):
-                    current = conn.execute("PRAGMA data_version").fetchone()[0]
-                    if current != last:
-                        last = current
-                        loop.call_soon_threadsafe(wake, None)
-            finally:
-                conn.close()
-
-        thread = threading.Thread(target=watch, name="rota-sqlite-watch", daemon=True)
-        thread.start()
-        try:
-            await asyncio.get_running_loop().create_future()  # until cancelled
-        finally:
-            stop.set()
 
 
 def _statements(sql: str) -> list[str]:

@@ -1,0 +1,116 @@
+"""Wake-ups on SQLite: a worker learns that another connection committed to the database
+file (`PRAGMA data_version` changes), without a server to send it a notification.
+
+On Linux the watcher sleeps until the kernel reports a write to the database's files
+(inotify), so an idle worker costs no CPU and a commit wakes it within microseconds.
+Elsewhere it polls: every millisecond while commits arrive, backing off to POLL_IDLE
+once the file has been quiet for QUIET seconds."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rota.drivers.base import WakeFunc
+
+try:  # Linux only (sys_platform marker in pyproject.toml)
+    import inotify_simple
+except ImportError:  # pragma: no cover - other platforms poll
+    inotify_simple = None
+
+POLL_BUSY = 0.001  # seconds between polls while commits arrive
+POLL_IDLE = 0.05  # ... once the file has been quiet for QUIET seconds
+QUIET = 1.0
+# With inotify, how often the watcher looks anyway: a safety net for a write the kernel
+# did not report (an event queue overflow), and how soon it notices it should stop.
+SAFETY_NET = 0.25
+# After a write event, how many times (POLL_BUSY apart) the commit it belongs to is
+# looked for: a commit is published after its fsync, which can take milliseconds.
+SETTLE_TRIES = 60
+
+
+class DataVersionNotifier:
+    """Calls `wake(None)` on the worker's loop after each commit by another connection."""
+
+    def __init__(self, path: str, busy_ms: int, *, use_inotify: bool = True) -> None:
+        self._path = path
+        self._busy_ms = busy_ms
+        self._use_inotify = use_inotify and inotify_simple is not None
+        self.mode = "inotify" if self._use_inotify else "poll"
+
+    async def run(self, wake: WakeFunc, control: Callable[[str], None]) -> None:
+        loop = asyncio.get_running_loop()
+        stop = threading.Event()
+
+        def changed() -> None:
+            loop.call_soon_threadsafe(wake, None)
+
+        watch = self._watch_inotify if self._use_inotify else self._watch_poll
+        thread = threading.Thread(
+            target=watch, args=(stop, changed), name="rota-sqlite-watch", daemon=True
+        )
+        thread.start()
+        try:
+            await loop.create_future()  # until cancelled
+        finally:
+            stop.set()
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self._path, timeout=self._busy_ms / 1000)
+
+    def _watch_poll(self, stop: threading.Event, changed: Callable[[], None]) -> None:
+        conn = self._connect()
+        try:
+            last = _data_version(conn)
+            last_change = time.monotonic()
+            interval = POLL_BUSY
+            while not stop.wait(interval):
+                current = _data_version(conn)
+                now = time.monotonic()
+                if current != last:
+                    last, last_change, interval = current, now, POLL_BUSY
+                    changed()
+                elif now - last_change > QUIET:
+                    interval = min(interval * 2, POLL_IDLE)
+        finally:
+            conn.close()
+
+    def _watch_inotify(self, stop: threading.Event, changed: Callable[[], None]) -> None:
+        assert inotify_simple is not None
+        folder, name = os.path.split(os.path.abspath(self._path))
+        # The folder, not the files: the -wal file comes and goes with the connections.
+        names = {name, f"{name}-wal"}
+        flags = inotify_simple.flags
+        conn = self._connect()
+        with contextlib.closing(inotify_simple.INotify()) as inotify:
+            inotify.add_watch(folder, flags.MODIFY | flags.CREATE | flags.MOVED_TO)
+            try:
+                last = _data_version(conn)
+                while not stop.is_set():
+                    events: list[Any] = inotify.read(timeout=int(SAFETY_NET * 1000))
+                    if events and not any(event.name in names for event in events):
+                        continue
+                    # The WAL is written before the commit is published in the shared
+                    # index (which inotify cannot see: it is mapped memory), so a change
+                    # may show a moment after the event: look again, briefly.
+                    pause = 0.0001
+                    for _ in range(SETTLE_TRIES if events else 1):
+                        current = _data_version(conn)
+                        if current != last:
+                            last = current
+                            changed()
+                            break
+                        time.sleep(pause)
+                        pause = min(pause * 2, POLL_BUSY)
+            finally:
+                conn.close()
+
+
+def _data_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA data_version").fetchone()[0])
