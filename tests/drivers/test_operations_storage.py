@@ -13,7 +13,7 @@ import pytest
 
 import rota
 from rota.drivers.base import Completion
-from rota.maintenance.pruner import Pruner
+from rota.maintenance.pruner import BatchSizer, Pruner
 from rota.ops import ReplayReport, Selection
 from rota.ops.expirer import Expirer
 from rota.worker.fetcher import claim_now
@@ -311,6 +311,56 @@ def test_retention_prunes_each_state_after_its_own_period(
     ).run_once()
     assert (report.completed, report.cancelled, report.discarded) == (0, 3, 3)
     assert all(app.get_job(j.id) is None for j in jobs)
+
+
+def test_a_pruner_pass_that_runs_out_of_time_comes_back_at_once(
+    app: rota.App,
+    task: rota.Task,  # type: ignore[type-arg]
+) -> None:
+    """Retention keeps up with any rate: a pass deletes for at most its budget, says a
+    backlog remains, and the next pass follows at once; the pass that finds the end waits
+    the interval again."""
+    task.enqueue_many([{"n": i} for i in range(30)])
+    done = '{"outcome":"completed"}'
+    app.driver.job_complete_many(
+        [
+            Completion(j.id, j.lease_token or "", rota.JobState.COMPLETED, done)
+            for j in claim(app, 30)
+        ]
+    )
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 0.3  # every look at the clock is 0.3 s later: a slow database
+        return now[0]
+
+    pruner = Pruner(
+        app.driver, 60, completed_age=0, discarded_age=0, cancelled_age=0, batch=4, clock=clock
+    )
+    first = pruner.run_once()
+    assert first.backlog and 0 < first.completed < 30
+    assert pruner.next_delay(first) == pruner.backlog_delay
+    pruner.clock = time.monotonic
+    rest = pruner.run_once()
+    assert not rest.backlog and first.completed + rest.completed == 30
+    assert pruner.next_delay(rest) == 60
+    assert app.list_jobs(state=rota.JobState.COMPLETED) == []
+
+
+def test_prune_batches_grow_while_quick_and_shrink_when_slow() -> None:
+    sizer = BatchSizer(1000)
+    sizer.took(0.01, full=True)
+    assert sizer.size == 2000
+    sizer.took(0.01, full=False)  # a short batch says nothing about the size
+    assert sizer.size == 2000
+    sizer.took(1.0, full=True)
+    assert sizer.size == 1000
+    for _ in range(20):
+        sizer.took(0.001, full=True)
+    assert sizer.size == BatchSizer.MAX_BATCH
+    for _ in range(20):
+        sizer.took(5.0, full=True)
+    assert sizer.size == 100
 
 
 def test_worker_settings_validate_retention() -> None:

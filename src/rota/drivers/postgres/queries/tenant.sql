@@ -40,12 +40,19 @@ tenants AS (
     )
     SELECT tenant FROM t WHERE tenant IS NOT NULL
 ),
+running AS MATERIALIZED (
+    -- The running jobs of every tenant, counted in one pass over their partial index:
+    -- a count per tenant would read the running jobs once per tenant wherever the
+    -- planner, misled by old statistics, picks another index.
+    SELECT tenant, count(*) AS n FROM rota_jobs
+    WHERE state = 'running' AND tenant IS NOT NULL
+    GROUP BY tenant
+),
 load AS MATERIALIZED (  -- counted once per tenant, not once per candidate
-    SELECT t.tenant,
-           (SELECT count(*) FROM rota_jobs AS r
-            WHERE r.state = 'running' AND r.tenant = t.tenant) AS running,
-           (SELECT c.max_running FROM rota_tenants AS c WHERE c.name = t.tenant) AS cap
+    SELECT t.tenant, COALESCE(r.n, 0) AS running, c.max_running AS cap
     FROM tenants AS t
+    LEFT JOIN running AS r ON r.tenant = t.tenant
+    LEFT JOIN rota_tenants AS c ON c.name = t.tenant
 ),
 candidates AS (
     SELECT c.id, c.priority, c.run_at, l.running,
