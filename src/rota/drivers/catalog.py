@@ -41,3 +41,31 @@ class CatalogStore:
         """Which of `names` exist as database roles, with their comments (none on SQLite)."""
         rows = self._db.query("catalog_roles", {"names": self._db.codec.array(list(names))})
         return {r["name"]: r["comment"] for r in rows}
+
+
+# --- least-privilege roles (planned by rota.security.roles, rendered by the driver) -----
+
+# The comment `rota db roles` puts on the roles it creates: a role of a planned name
+# without it belongs to someone else, and is not adopted unless asked (--adopt).
+ROLE_MARKER = "rota: least-privilege role managed by `rota db roles`"
+
+
+@dataclass(frozen=True)
+class Grant:
+    """One privilege on one table, on all its columns (`columns` None) or on some."""
+
+    table: str
+    privilege: str
+    columns: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class RolePlan:
+    """The role of one capability (its name: rota.security.roles.Capability) and
+    everything it is granted."""
+
+    capability: str
+    role: str
+    grants: tuple[Grant, ...]
+    sequences: bool  # USAGE on rota's sequences (new ids)
+    functions: bool  # EXECUTE on rota's functions (the KEDA signals)

@@ -7,10 +7,30 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-from rota.drivers.catalog import TableInfo
+# Grant, RolePlan and ROLE_MARKER are storage types (the driver renders them); re-exported.
+from rota.drivers.catalog import ROLE_MARKER, Grant, RolePlan, TableInfo
 from rota.errors import ConfigurationError
+
+__all__ = [
+    "ADMIN_TABLES",
+    "DELETE",
+    "INSERT",
+    "METRICS_READABLE",
+    "READ",
+    "REPLAY_AUDIT_TABLES",
+    "REPLAY_COLUMNS",
+    "ROLE_MARKER",
+    "SENSITIVE_COLUMNS",
+    "SESSION_TABLES",
+    "UPDATE",
+    "Capability",
+    "Grant",
+    "RolePlan",
+    "TableInfo",
+    "check_prefix",
+    "plan",
+]
 
 
 class Capability(enum.StrEnum):
@@ -68,32 +88,8 @@ REPLAY_COLUMNS = (
 # The audit trail of dead-letter replays: the replay role records its own.
 REPLAY_AUDIT_TABLES = frozenset({"rota_replays"})
 
-# The comment `rota db roles` puts on the roles it creates: a role of a planned name
-# without it belongs to someone else, and is not adopted unless asked (--adopt).
-ROLE_MARKER = "rota: least-privilege role managed by `rota db roles`"
-
 # Privileges that are not table privileges: granted on the schema, sequences, functions.
 READ, INSERT, UPDATE, DELETE = "SELECT", "INSERT", "UPDATE", "DELETE"
-
-
-@dataclass(frozen=True)
-class Grant:
-    """One privilege on one table, on all its columns (`columns` None) or on some."""
-
-    table: str
-    privilege: str
-    columns: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
-class RolePlan:
-    """The role of one capability and everything it is granted."""
-
-    capability: Capability
-    role: str
-    grants: tuple[Grant, ...]
-    sequences: bool  # USAGE on rota's sequences (new ids)
-    functions: bool  # EXECUTE on rota's functions (the KEDA signals)
 
 
 _ROLE_PREFIX = re.compile(r"[a-z_][a-z0-9_]{0,40}")

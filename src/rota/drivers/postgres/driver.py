@@ -7,8 +7,8 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, LiteralString, cast
 
 import psycopg
 
@@ -95,6 +95,14 @@ class PostgresDriver(SQLDriver):
     # --- leadership and queues ------------------------------------------------------------
 
     # --- steps, inbox and user transactions -------------------------------------------------
+
+    def execute_rendered(self, statements: Sequence[str]) -> None:
+        """Run statements rota rendered itself (from identifiers and fixed text, e.g. the
+        role grants of `rota db roles`) in one transaction: all of them, or none."""
+        with self._tx() as cur:
+            for statement in statements:
+                # Rendered by rota from identifiers and fixed text: as trusted as a literal.
+                cur.execute(cast(LiteralString, statement))  # type: ignore[redundant-cast]
 
     # --- wake-ups -------------------------------------------------------------------------
 

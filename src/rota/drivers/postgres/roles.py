@@ -1,4 +1,4 @@
-"""Render least-privilege role plans (rota.security.roles) as PostgreSQL statements,
+"""Render least-privilege role plans (planned by rota.security.roles) as PostgreSQL statements,
 and apply them. Every statement is idempotent: rerun after each `rota migrate`. Roles
 rota creates carry a comment that marks them; a role of the same name that rota did not
 create is refused unless adopted, and no statement ever touches a table, sequence or
@@ -10,9 +10,8 @@ from collections.abc import Sequence
 
 from psycopg import sql
 
-from rota.drivers.catalog import CatalogStore
+from rota.drivers.catalog import ROLE_MARKER, CatalogStore, RolePlan
 from rota.errors import ConfigurationError
-from rota.security.roles import ROLE_MARKER, RolePlan
 
 
 def _ident(*names: str) -> sql.Identifier:
@@ -93,12 +92,8 @@ def render(
 
 def apply(driver: object, statements: Sequence[str]) -> None:
     """Run `statements` in one transaction (all roles change together, or none)."""
-    from typing import LiteralString, cast
-
     from rota.drivers.postgres.driver import PostgresDriver
 
-    assert isinstance(driver, PostgresDriver)
-    with driver._tx() as cur:
-        for statement in statements:
-            # Rendered above from identifiers and fixed text: as trusted as a literal.
-            cur.execute(cast(LiteralString, statement))  # type: ignore[redundant-cast]
+    if not isinstance(driver, PostgresDriver):
+        raise ConfigurationError("least-privilege roles are made on PostgreSQL only")
+    driver.execute_rendered(statements)
