@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 import rota
 import rota.testing
+from rota.auth.store import TokenStore
 from rota.cli.main import cli
 from rota.copier import copy_installation
 from tests.helpers import fast_settings, run_worker_until
@@ -104,7 +105,7 @@ def test_copy_moves_everything_and_a_worker_carries_on(
                 (a.outcome, a.message, a.started_at) for a in old.history
             ]
             assert target.driver.step_list(job_id) == source.driver.step_list(job_id)
-        assert [r.name for r in target.driver.tokens.all()] == ["ops"]
+        assert [r.name for r in TokenStore(target.driver).all()] == ["ops"]
         (nightly,) = target.list_schedules()
         assert nightly.name == "nightly" and len(target.schedule_history("nightly")) == 1
         assert target.batches.get("wave-1").name == "wave-1"

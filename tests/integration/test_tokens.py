@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import rota
+from rota.auth.store import TokenStore
 from rota.auth.tokens import digest
 
 
@@ -21,8 +22,8 @@ def test_token_round_trip(app: rota.App) -> None:
 
 def test_only_the_digest_is_stored(app: rota.App) -> None:
     token = app.tokens.create("viewer-1", rota.Role.VIEWER)
-    assert app.driver.tokens.find(digest(token)) is not None
-    assert app.driver.tokens.find(token) is None  # the secret itself is not a key
+    assert TokenStore(app.driver).find(digest(token)) is not None
+    assert TokenStore(app.driver).find(token) is None  # the secret itself is not a key
 
 
 def test_revoked_and_unknown_tokens_are_refused(app: rota.App) -> None:

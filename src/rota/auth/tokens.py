@@ -14,7 +14,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from rota.auth.roles import Principal, Role
-from rota.drivers.base import LoginLinkRecord, TokenRecord, TokenStore
+from rota.auth.store import TokenStore
+from rota.drivers.base import LoginLinkRecord, TokenRecord
 from rota.errors import ArgumentsError, AuthenticationError, RotaError
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ class TokenRegistry:
 
     @property
     def _store(self) -> TokenStore:
-        return self._app.driver.tokens
+        return TokenStore(self._app.driver)
 
     def create(
         self, name: str, role: Role | str, *, expires: str | float | timedelta | None = None

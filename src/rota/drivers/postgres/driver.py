@@ -19,7 +19,6 @@ from rota.drivers.postgres.database import PostgresDatabase
 from rota.drivers.postgres.hardening import (
     PostgresProgressStore,
 )
-from rota.drivers.postgres.tokens import PostgresTokenStore
 from rota.drivers.sql import SQLDriver
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
@@ -42,7 +41,6 @@ class PostgresDriver(SQLDriver):
         self._pg = PostgresDatabase(url, pool_size=pool_size)
         super().__init__(self._pg)
         self._conninfo = self._pg.conninfo
-        self.tokens = PostgresTokenStore(self)
         self.progress = PostgresProgressStore(self)
         self.copy = PostgresCopyStore(self)
 

@@ -15,7 +15,6 @@ from rota.drivers.sqlite.database import SQLiteDatabase
 from rota.drivers.sqlite.hardening import (
     SQLiteProgressStore,
 )
-from rota.drivers.sqlite.tokens import SQLiteTokenStore
 from rota.drivers.sqlite.watch import DataVersionNotifier
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
@@ -35,7 +34,6 @@ class SQLiteDriver(SQLDriver):
         super().__init__(self._sqlite)
         self._path = url.path
         self._busy_ms = self._sqlite.busy_ms
-        self.tokens = SQLiteTokenStore(self)
         self.progress = SQLiteProgressStore(self)
         self.copy = SQLiteCopyStore(self)
 
