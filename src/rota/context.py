@@ -204,7 +204,7 @@ class Context:
         if self._driver is None or (now - self._progress_at < PROGRESS_INTERVAL and fraction < 1):
             return
         self._progress_at = now
-        self._driver.progress.record_many([update])
+        self._driver.job_progress_record_many([update])
 
     def request_cancel(self, reason: str) -> None:
         """Ask the task to stop (called by the worker, on its event loop)."""

@@ -97,8 +97,8 @@ def test_progress_writes_are_fenced_by_the_lease_token(app: rota.App) -> None:
     assert claimed is not None and claimed.lease_token
     stale = ProgressUpdate(job.id, "00000000-0000-0000-0000-000000000000", 0.9, "stale")
     good = ProgressUpdate(job.id, claimed.lease_token, 0.3, "ok")
-    assert app.driver.progress.record_many([stale]) == set()
-    assert app.driver.progress.record_many([good]) == {job.id}
+    assert app.driver.job_progress_record_many([stale]) == set()
+    assert app.driver.job_progress_record_many([good]) == {job.id}
     current = app.get_job(job.id)
     assert current is not None and (current.progress, current.progress_message) == (0.3, "ok")
 
@@ -111,7 +111,9 @@ def test_jobs_show_prints_progress(app: rota.App, database_url: str) -> None:
     job = noop.enqueue()
     claimed = app.driver.job_claim(job.id, "w1", 30.0)
     assert claimed is not None and claimed.lease_token
-    app.driver.progress.record_many([ProgressUpdate(job.id, claimed.lease_token, 0.42, "420/1000")])
+    app.driver.job_progress_record_many(
+        [ProgressUpdate(job.id, claimed.lease_token, 0.42, "420/1000")]
+    )
     out = CliRunner().invoke(cli, ["jobs", "show", str(job.id), "--database-url", database_url])
     assert out.exit_code == 0, out.output
     assert "progress: 42% 420/1000" in out.output

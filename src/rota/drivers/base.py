@@ -219,12 +219,6 @@ class ProgressUpdate:
     message: str | None
 
 
-class ProgressStore(Protocol):
-    """ctx.progress() values, written in batches by the worker (rota.worker.progress)."""
-
-    def record_many(self, updates: Sequence[ProgressUpdate]) -> set[int]: ...
-
-
 @dataclass(frozen=True)
 class CopyColumn:
     name: str
@@ -280,9 +274,6 @@ class Driver(Protocol):
     # the driver's connections, so one feature's SQL plumbing stays out of driver.py.
 
     @property
-    def progress(self) -> ProgressStore: ...
-
-    @property
     def catalog(self) -> CatalogStore: ...
 
     @property
@@ -320,6 +311,8 @@ class Driver(Protocol):
     ) -> list[LeaseRenewal]: ...
 
     def job_list(self, where: JobFilter) -> list[Job]: ...
+
+    def job_progress_record_many(self, updates: Sequence[ProgressUpdate]) -> set[int]: ...
 
     def job_prune(self, state: str, age: float, limit: int) -> int: ...
 

@@ -19,6 +19,7 @@ from rota.drivers.base import (
     JobFilter,
     JobInsert,
     LeaseRenewal,
+    ProgressUpdate,
     QueueHold,
     QueueReport,
     RescueReport,
@@ -284,6 +285,21 @@ class SQLDriver:
             LeaseRenewal(int(r["id"]), str(r["lease_token"]), c.flag(r["cancel_requested"]))
             for r in self._database.execute("job_lease_renew", params)
         ]
+
+    def job_progress_record_many(self, updates: Sequence[ProgressUpdate]) -> set[int]:
+        """Store ctx.progress() values of running jobs, each fenced by its lease token
+        (sorted by id, like every multi-row write about running jobs); returns ids written."""
+        if not updates:
+            return set()
+        params = self._database.codec.columns(
+            "p",
+            ("id", "token", "fraction", "message"),
+            sorted(
+                ((u.job_id, u.lease_token, u.fraction, u.message) for u in updates),
+                key=lambda row: row[0],
+            ),
+        )
+        return {int(r["id"]) for r in self._database.execute("job_progress_record_many", params)}
 
     def job_claim(self, job_id: int, worker: str, lease_seconds: float) -> Job | None:
         params = {"id": job_id, "worker": worker, "lease": lease_seconds}

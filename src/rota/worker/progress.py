@@ -57,7 +57,7 @@ class ProgressWriter:
             if not batch:
                 return
             try:
-                await self.db(self.driver.progress.record_many, batch)
+                await self.db(self.driver.job_progress_record_many, batch)
                 self.writes += 1
             except Exception as exc:
                 # Progress is advisory: a failed write is dropped, the next report retries.

@@ -16,9 +16,6 @@ from rota.drivers import queries
 from rota.drivers.base import WakeFunc
 from rota.drivers.postgres.copy import PostgresCopyStore
 from rota.drivers.postgres.database import PostgresDatabase
-from rota.drivers.postgres.hardening import (
-    PostgresProgressStore,
-)
 from rota.drivers.sql import SQLDriver
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
@@ -41,7 +38,6 @@ class PostgresDriver(SQLDriver):
         self._pg = PostgresDatabase(url, pool_size=pool_size)
         super().__init__(self._pg)
         self._conninfo = self._pg.conninfo
-        self.progress = PostgresProgressStore(self)
         self.copy = PostgresCopyStore(self)
 
     # --- connections (through the dialect seam) ----------------------------------------

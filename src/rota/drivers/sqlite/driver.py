@@ -12,9 +12,6 @@ from rota.drivers import queries
 from rota.drivers.sql import SQLDriver
 from rota.drivers.sqlite.copy import SQLiteCopyStore
 from rota.drivers.sqlite.database import SQLiteDatabase
-from rota.drivers.sqlite.hardening import (
-    SQLiteProgressStore,
-)
 from rota.drivers.sqlite.watch import DataVersionNotifier
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
@@ -34,7 +31,6 @@ class SQLiteDriver(SQLDriver):
         super().__init__(self._sqlite)
         self._path = url.path
         self._busy_ms = self._sqlite.busy_ms
-        self.progress = SQLiteProgressStore(self)
         self.copy = SQLiteCopyStore(self)
 
     # --- connections (through the dialect seam) ----------------------------------------

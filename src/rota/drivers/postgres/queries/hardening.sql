@@ -1,10 +1,12 @@
 -- name: job_progress_record_many
--- Store the progress running jobs reported, each fenced by its lease token; returns ids written.
+-- Store the progress running jobs reported (`p_*`), each fenced by its lease token (set
+-- exactly while the job runs: the rows are found by primary key); returns ids written.
 UPDATE rota_jobs AS j
 SET progress = p.fraction, progress_message = p.message, progress_at = now()
-FROM unnest(%(ids)b::bigint[], %(tokens)b::uuid[], %(fractions)b::float8[], %(messages)b::text[])
+FROM unnest(%(p_id)b::bigint[], %(p_token)b::uuid[], %(p_fraction)b::float8[],
+            %(p_message)b::text[])
      AS p(id, token, fraction, message)
-WHERE j.id = p.id AND j.lease_token = p.token AND j.state = 'running'
+WHERE j.id = p.id AND j.lease_token = p.token
 RETURNING j.id
 
 -- name: sealed_job_scan

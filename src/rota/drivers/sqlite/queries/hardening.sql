@@ -1,12 +1,14 @@
 -- name: job_progress_record_many
--- Store the progress running jobs reported, each fenced by its lease token; returns ids written.
+-- Store the progress running jobs reported (a JSON array `p` of objects), each fenced by
+-- its lease token (set exactly while the job runs); returns ids written.
 UPDATE rota_jobs
 SET progress = c.fraction, progress_message = c.message,
     progress_at = (julianday('now') - 2440587.5) * 86400.0
-FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS token,
-             json_extract(value, '$[2]') AS fraction, json_extract(value, '$[3]') AS message
-      FROM json_each(:batch)) AS c
-WHERE rota_jobs.id = c.id AND rota_jobs.lease_token = c.token AND +rota_jobs.state = 'running'
+FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.token') AS token,
+             json_extract(value, '$.fraction') AS fraction,
+             json_extract(value, '$.message') AS message
+      FROM json_each(:p)) AS c
+WHERE rota_jobs.id = c.id AND rota_jobs.lease_token = c.token
 RETURNING rota_jobs.id
 
 -- name: sealed_job_scan
