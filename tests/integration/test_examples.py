@@ -65,7 +65,9 @@ def test_doc_page_code_runs(page: Path, tmp_path: Path, monkeypatch: pytest.Monk
     namespace: dict[str, object] = {"__name__": f"docs_{page.stem.replace('-', '_')}"}
     try:
         for number, block in enumerate(blocks, 1):
-            code = compile(block, f"{page.name}, python block {number}", "exec")
+            # dont_inherit: a page runs as its reader runs it, not under this module's
+            # `from __future__ import annotations`.
+            code = compile(block, f"{page.name}, python block {number}", "exec", dont_inherit=True)
             exec(code, namespace)
     finally:
         app = namespace.get("app")
