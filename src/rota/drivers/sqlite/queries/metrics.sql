@@ -9,3 +9,17 @@ SELECT worker, count(*) AS running FROM rota_jobs
 WHERE state = 'running' AND lease_expires_at > (julianday('now') - 2440587.5) * 86400.0
   AND worker IS NOT NULL
 GROUP BY worker ORDER BY worker
+
+-- name: metrics_counts_fold
+-- Nothing to fold: SQLite reads its counts from rota_jobs (see the PostgreSQL 0019).
+SELECT 0 AS folded
+
+-- name: metrics_counts_prune
+-- Nothing to prune (see metrics_counts_fold).
+SELECT 0 AS pruned
+
+-- name: metrics_horizon
+-- No xmin horizon: SQLite keeps no old row versions for other readers.
+SELECT NULL AS kind, NULL AS holder, NULL AS username, NULL AS application, NULL AS client,
+       NULL AS state, NULL AS since, NULL AS age_s
+WHERE 0

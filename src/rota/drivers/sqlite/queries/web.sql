@@ -1,17 +1,117 @@
 -- name: web_job_search
--- Jobs for the dashboard and HTTP API search, newest first. `q` matches an id, an
--- idempotency key, a task name or text in the arguments; the other filters narrow it.
+-- Jobs matching `q` (an id, an idempotency key, a task name or, with `args`, text in the
+-- arguments), newest first, narrowed by the other filters. The id and the key are found
+-- through their indexes at any size; the task and the text only among the newest `scan`
+-- jobs (by id), so a search never reads the whole history (docs/dashboard.md#search).
+WITH hits AS (
+    SELECT id FROM rota_jobs WHERE id = :q_id
+    UNION
+    SELECT id FROM rota_jobs WHERE key = :q
+    UNION
+    SELECT id FROM rota_jobs
+    WHERE id > (SELECT max(id) FROM rota_jobs) - :scan
+      AND (task = :q OR (:args AND instr(lower(args), lower(:q)) > 0))
+)
 SELECT * FROM rota_jobs
-WHERE (:q IS NULL OR id = :q_id OR key = :q OR task = :q
-       OR instr(lower(args), lower(:q)) > 0)
+WHERE id IN (SELECT id FROM hits)
   AND (:id IS NULL OR id = :id)
   AND (:key IS NULL OR key = :key)
   AND (:task IS NULL OR task = :task)
   AND (:queue IS NULL OR queue = :queue)
   AND (:states = '[]' OR state IN (SELECT value FROM json_each(:states)))
   AND (:text IS NULL OR instr(lower(args), lower(:text)) > 0)
-  AND (:before_id IS NULL OR id < :before_id)
+  AND id < COALESCE(:before_id, 9223372036854775807)
 ORDER BY id DESC
+LIMIT :limit
+
+-- name: web_job_list
+-- Jobs matching the filters, newest first (the jobs page, the overview's failures): each
+-- state from its own index, an id or a key through its index, text in the arguments only
+-- among the newest `scan` jobs (see the PostgreSQL query of the same name).
+SELECT p.* FROM (
+    SELECT j.* FROM rota_jobs AS j WHERE j.id = :id
+    UNION ALL
+    SELECT j.* FROM rota_jobs AS j WHERE :id IS NULL AND j.key = :key
+    UNION ALL
+    SELECT * FROM (SELECT j.* FROM rota_jobs AS j
+     WHERE :id IS NULL AND :key IS NULL AND :states = '[]'
+       AND j.id < COALESCE(:before_id, 9223372036854775807)
+       AND j.id > CASE WHEN :text IS NULL THEN 0
+                       ELSE (SELECT max(id) FROM rota_jobs) - :scan END
+       AND (:task IS NULL OR j.task = :task)
+       AND (:queue IS NULL OR j.queue = :queue)
+       AND (:text IS NULL OR instr(lower(j.args), lower(:text)) > 0)
+     ORDER BY j.id DESC LIMIT :limit)
+    UNION ALL
+    SELECT * FROM (SELECT j.* FROM rota_jobs AS j
+     WHERE :id IS NULL AND :key IS NULL AND 'discarded' IN (SELECT value FROM json_each(:states)) AND j.state = 'discarded'
+       AND j.id < COALESCE(:before_id, 9223372036854775807)
+       AND j.id > CASE WHEN :text IS NULL THEN 0
+                       ELSE (SELECT max(id) FROM rota_jobs) - :scan END
+       AND (:task IS NULL OR j.task = :task)
+       AND (:queue IS NULL OR j.queue = :queue)
+       AND (:text IS NULL OR instr(lower(j.args), lower(:text)) > 0)
+     ORDER BY j.id DESC LIMIT :limit)
+    UNION ALL
+    SELECT * FROM (SELECT j.* FROM rota_jobs AS j
+     WHERE :id IS NULL AND :key IS NULL AND 'cancelled' IN (SELECT value FROM json_each(:states)) AND j.state = 'cancelled'
+       AND j.id < COALESCE(:before_id, 9223372036854775807)
+       AND j.id > CASE WHEN :text IS NULL THEN 0
+                       ELSE (SELECT max(id) FROM rota_jobs) - :scan END
+       AND (:task IS NULL OR j.task = :task)
+       AND (:queue IS NULL OR j.queue = :queue)
+       AND (:text IS NULL OR instr(lower(j.args), lower(:text)) > 0)
+     ORDER BY j.id DESC LIMIT :limit)
+    UNION ALL
+    SELECT * FROM (SELECT j.* FROM rota_jobs AS j
+     WHERE :id IS NULL AND :key IS NULL AND 'completed' IN (SELECT value FROM json_each(:states)) AND j.state = 'completed'
+       AND j.id < COALESCE(:before_id, 9223372036854775807)
+       AND j.id > CASE WHEN :text IS NULL THEN 0
+                       ELSE (SELECT max(id) FROM rota_jobs) - :scan END
+       AND (:task IS NULL OR j.task = :task)
+       AND (:queue IS NULL OR j.queue = :queue)
+       AND (:text IS NULL OR instr(lower(j.args), lower(:text)) > 0)
+     ORDER BY j.id DESC LIMIT :limit)
+    UNION ALL
+    SELECT * FROM (SELECT j.* FROM rota_jobs AS j
+     WHERE :id IS NULL AND :key IS NULL AND 'available' IN (SELECT value FROM json_each(:states)) AND j.state = 'available'
+       AND j.id < COALESCE(:before_id, 9223372036854775807)
+       AND j.id > CASE WHEN :text IS NULL THEN 0
+                       ELSE (SELECT max(id) FROM rota_jobs) - :scan END
+       AND (:task IS NULL OR j.task = :task)
+       AND (:queue IS NULL OR j.queue = :queue)
+       AND (:text IS NULL OR instr(lower(j.args), lower(:text)) > 0)
+     ORDER BY j.id DESC LIMIT :limit)
+    UNION ALL
+    SELECT * FROM (SELECT j.* FROM rota_jobs AS j
+     WHERE :id IS NULL AND :key IS NULL AND 'running' IN (SELECT value FROM json_each(:states)) AND j.state = 'running'
+       AND j.id < COALESCE(:before_id, 9223372036854775807)
+       AND j.id > CASE WHEN :text IS NULL THEN 0
+                       ELSE (SELECT max(id) FROM rota_jobs) - :scan END
+       AND (:task IS NULL OR j.task = :task)
+       AND (:queue IS NULL OR j.queue = :queue)
+       AND (:text IS NULL OR instr(lower(j.args), lower(:text)) > 0)
+     ORDER BY j.id DESC LIMIT :limit)
+    UNION ALL
+    SELECT * FROM (SELECT j.* FROM rota_jobs AS j
+     WHERE :id IS NULL AND :key IS NULL AND ('scheduled' IN (SELECT value FROM json_each(:states)) OR 'retryable' IN (SELECT value FROM json_each(:states)))
+       AND j.state IN ('scheduled', 'retryable')
+       AND j.state IN (SELECT value FROM json_each(:states))
+       AND j.id < COALESCE(:before_id, 9223372036854775807)
+       AND j.id > CASE WHEN :text IS NULL THEN 0
+                       ELSE (SELECT max(id) FROM rota_jobs) - :scan END
+       AND (:task IS NULL OR j.task = :task)
+       AND (:queue IS NULL OR j.queue = :queue)
+       AND (:text IS NULL OR instr(lower(j.args), lower(:text)) > 0)
+     ORDER BY j.id DESC LIMIT :limit)
+) AS p
+WHERE p.id < COALESCE(:before_id, 9223372036854775807)
+  AND (:key IS NULL OR p.key = :key)
+  AND (:task IS NULL OR p.task = :task)
+  AND (:queue IS NULL OR p.queue = :queue)
+  AND (:states = '[]' OR p.state IN (SELECT value FROM json_each(:states)))
+  AND (:text IS NULL OR instr(lower(p.args), lower(:text)) > 0)
+ORDER BY p.id DESC
 LIMIT :limit
 
 -- name: web_queue_series
