@@ -20,6 +20,8 @@ from rota.context import Context
 from rota.drivers.base import Completion
 from rota.errors import DatabaseUnavailableError
 from rota.job import Job
+from rota.maintenance.counts import CountFolder
+from rota.maintenance.horizon import HorizonWatch
 from rota.maintenance.leader import Elector
 from rota.maintenance.pruner import Pruner
 from rota.maintenance.rescuer import Rescuer
@@ -106,6 +108,10 @@ class Worker:
                 batch=settings.prune_batch,
             ),
         ]
+        if self.driver.dialect == "postgres":
+            # What the dashboard and /metrics read (#23): counts folded from the changes
+            # rota_jobs' triggers append, and a word when a transaction holds VACUUM back.
+            self.services += [CountFolder(self.driver), HorizonWatch(self.driver)]
         context = ServiceContext(worker_id=self.id, settings=settings, driver=self.driver)
         for feature in app.features.values():
             self.services.extend(feature.services(context))

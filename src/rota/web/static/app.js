@@ -175,14 +175,25 @@ function spark(values, color) {
 const pages = {};
 
 pages.overview = async () => {
-  const [queues, series, dead, failures, workers] = await Promise.all([
+  const [queues, series, failures, workers, database] = await Promise.all([
     api("/api/queues"),
     api("/api/queues/series?window=3600&bucket=60"),
-    can("dlq_read") ? api("/api/dead-letters?limit=500") : Promise.resolve(null),
     api("/api/jobs?state=retryable&state=discarded&limit=6"),
     api("/api/workers"),
+    api("/api/database"),
   ]);
-  if (unchanged("overview", [queues, series, dead && dead.length, failures, workers])) return;
+  if (unchanged("overview", [queues, series, failures, workers, database])) return;
+  // A transaction holding the xmin horizon: VACUUM cannot clean rota_jobs while it lasts.
+  const held = database.horizon_held ? database.holders[0] : null;
+  $("horizon").hidden = !held;
+  if (held) {
+    $("horizon").replaceChildren(
+      el("b", {}, "The database is held back: "),
+      `${held.kind === "session" ? "session pid" : "prepared transaction"} ${held.holder}` +
+        ` (${[held.username, held.application, held.client, held.state].filter(Boolean).join(", ")})` +
+        ` has held a snapshot for ${dur(held.age_s)}; while it lasts VACUUM keeps every dead row` +
+        " of the jobs table, which grows. End it (docs: operations, long transactions).");
+  }
   fill($("failures"), failures.length ? failures.map((j) => el("tr", { "data-job": j.id },
     el("td", { class: "num" }, jobLink(j.id)), el("td", {}, badge(j.state)),
     el("td", { class: "trunc" }, el("div", {}, j.task), el("div", { class: "trunc", style: "color:var(--bad);font-size:12.5px;max-width:360px" }, lastError(j))),
@@ -214,7 +225,9 @@ pages.overview = async () => {
   $("c-running").textContent = num(running);
   $("c-done").textContent = num(doneHour);
   $("c-rate").textContent = lastFive.toFixed(1) + " / min over the last 5 min";
-  $("c-dead").textContent = dead === null ? "–" : num(dead.length) + (dead.length >= 500 ? "+" : "");
+  // The counts are kept by the database (#23): reading them costs the same at any size.
+  const dead = queues.reduce((a, q) => a + (q.counts.discarded || 0), 0);
+  $("c-dead").textContent = can("dlq_read") ? num(dead) : "–";
   $("q-count").textContent = queues.length + (queues.length === 1 ? " queue" : " queues");
   if (!queues.length) {
     fill($("queues"), emptyRow(10, "No queues yet: enqueue a job to see it here."));

@@ -1,15 +1,20 @@
 -- name: web_job_search
--- Jobs matching `q` (an id, an idempotency key, a task name or, with `args`, text in the
--- arguments), newest first, narrowed by the other filters. The id and the key are found
--- through their indexes at any size; the task and the text only among the newest `scan`
--- jobs (by id), so a search never reads the whole history (docs/dashboard.md#search).
-WITH hits AS (
+-- Jobs matching `q`, newest first, narrowed by the other filters: the job whose id or
+-- idempotency key `q` is, found through their indexes at any age; when there is none,
+-- jobs of task `q` or (with `args`) with `q` in their arguments among the newest `scan`
+-- jobs, so a search never reads the whole history (docs/dashboard.md#search).
+WITH exact AS MATERIALIZED (
     SELECT id FROM rota_jobs WHERE id = %(q_id)s::bigint
     UNION
     SELECT id FROM rota_jobs WHERE key = %(q)s::text
+),
+hits AS (
+    SELECT id FROM exact
     UNION
+    -- Only when `q` names no job by id or key: the task, or text in the arguments.
     SELECT id FROM rota_jobs
-    WHERE id > (SELECT max(id) FROM rota_jobs) - %(scan)s::bigint
+    WHERE NOT EXISTS (SELECT 1 FROM exact)
+      AND id > (SELECT max(id) FROM rota_jobs) - %(scan)s::bigint
       AND (task = %(q)s::text
            OR (%(args)s::bool AND strpos(lower(args::text), lower(%(q)s::text)) > 0))
 )
