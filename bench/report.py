@@ -13,6 +13,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from bench.reads import READS
+from bench.reads import TARGET_MS as READ_TARGET_MS
+
 DIALECT_TITLES = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
 
 
@@ -87,6 +90,7 @@ SIZE_MEASURES = {
     "enqueue_bulk": ("enqueue, bulk", "jobs/s"),
     "latency_p50": ("latency p50", "ms"),
     "latency_p99": ("latency p99", "ms"),
+    **{f"read_{name}": (f"read: {label}", "ms") for name, label in READS.items()},
 }
 
 
@@ -169,6 +173,29 @@ def size_targets(summary: dict[str, dict[str, float]]) -> list[Target]:
     return found
 
 
+def read_targets(summary: dict[str, dict[str, float]]) -> list[Target]:
+    """Issue 23: every dashboard and metrics read under 20 ms beside the largest size."""
+    found = []
+    for dialect, values in summary.items():
+        sizes = [int(m.group(2)) for k in values if (m := SIZE_KEY.match(k))]
+        if not sizes or max(sizes) == 0:
+            continue
+        largest = max(sizes)
+        for name, label in READS.items():
+            key = f"size_finished_{largest}_read_{name}"
+            if key in values:
+                found.append(
+                    Target(
+                        dialect,
+                        key,
+                        f"{label} beside {largest:,} finished",
+                        lambda v: v < READ_TARGET_MS,
+                        f"< {READ_TARGET_MS:.0f} ms",
+                    )
+                )
+    return found
+
+
 def _size_order(key: str) -> tuple[int, str]:
     match = SIZE_KEY.match(key.removesuffix("_ratio"))
     return (int(match.group(2)), key) if match else (0, key)
@@ -211,7 +238,7 @@ def medians(runs: Sequence[dict[str, dict[str, float]]]) -> dict[str, dict[str, 
 
 def evaluate(summary: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
     results = []
-    for target in (*TARGETS, *size_targets(summary)):
+    for target in (*TARGETS, *size_targets(summary), *read_targets(summary)):
         value = summary.get(target.dialect, {}).get(target.metric)
         if value is None:
             continue
