@@ -49,15 +49,18 @@ SELECT (SELECT count(*) FROM f) + (SELECT count(*) FROM w) + (SELECT count(*) FR
 
 -- name: metrics_horizon
 -- Transactions that hold back the xmin horizon (VACUUM keeps every row version newer than
--- their snapshot), oldest first: sessions with a snapshot, and prepared transactions.
+-- their snapshot or transaction id), oldest first: sessions, and prepared transactions.
 -- Another role's sessions show only with pg_read_all_stats (docs/operations.md).
 SELECT * FROM (
     SELECT 'session' AS kind, pid::text AS holder, usename::text AS username,
-           application_name::text AS application, client_addr::text AS client,
+           application_name::text AS application, host(client_addr) AS client,
            state::text AS state, xact_start AS since,
            EXTRACT(EPOCH FROM clock_timestamp() - xact_start)::float8 AS age_s
     FROM pg_stat_activity
-    WHERE backend_xmin IS NOT NULL AND xact_start IS NOT NULL AND pid <> pg_backend_pid()
+    -- A snapshot (backend_xmin) or a transaction id of its own (backend_xid: it wrote)
+    -- holds the horizon; a read-committed session between statements holds neither.
+    WHERE (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL)
+      AND xact_start IS NOT NULL AND pid <> pg_backend_pid()
     UNION ALL
     SELECT 'prepared', gid, owner::text, NULL, NULL, 'prepared', prepared,
            EXTRACT(EPOCH FROM clock_timestamp() - prepared)::float8
