@@ -1,6 +1,8 @@
 """CountFolder: the leader folds the changes that rota_jobs' statement triggers append
 (PostgreSQL, migration 0019) into the counts per queue and state, the flow per minute
-and the workers seen, which the dashboard and /metrics read instead of rota_jobs (#23)."""
+and the workers seen, which the dashboard and /metrics read instead of rota_jobs (#23);
+on both dialects it drops the throughput and the workers older than any chart shows.
+(SQLite's triggers update the counts in place: there is nothing to fold.)"""
 
 from __future__ import annotations
 
@@ -32,9 +34,9 @@ class CountFolder(PeriodicService):
 
     def run_once(self) -> FoldReport:
         db = self.driver.database
-        folded = int(db.query("metrics_counts_fold")[0]["folded"])
+        folded = int(db.execute("metrics_counts_fold")[0]["folded"])
         pruned = 0
         if time.monotonic() - self._pruned_at >= self.prune_every:
-            pruned = int(db.query("metrics_counts_prune")[0]["pruned"])
+            pruned = sum(int(r["pruned"]) for r in db.execute("metrics_counts_prune"))
             self._pruned_at = time.monotonic()
         return FoldReport(folded, pruned)

@@ -108,10 +108,11 @@ class Worker:
                 batch=settings.prune_batch,
             ),
         ]
+        # What the dashboard and /metrics read (#23): the counts rota_jobs' triggers keep,
+        # folded and pruned; and, on PostgreSQL, a word when a transaction holds VACUUM back.
+        self.services.append(CountFolder(self.driver))
         if self.driver.dialect == "postgres":
-            # What the dashboard and /metrics read (#23): counts folded from the changes
-            # rota_jobs' triggers append, and a word when a transaction holds VACUUM back.
-            self.services += [CountFolder(self.driver), HorizonWatch(self.driver)]
+            self.services.append(HorizonWatch(self.driver))
         context = ServiceContext(worker_id=self.id, settings=settings, driver=self.driver)
         for feature in app.features.values():
             self.services.extend(feature.services(context))

@@ -11,12 +11,18 @@ WHERE state = 'running' AND lease_expires_at > (julianday('now') - 2440587.5) * 
 GROUP BY worker ORDER BY worker
 
 -- name: metrics_counts_fold
--- Nothing to fold: SQLite reads its counts from rota_jobs (see the PostgreSQL 0019).
+-- Nothing to fold: SQLite's triggers (0019) update the counts in place.
 SELECT 0 AS folded
 
 -- name: metrics_counts_prune
--- Nothing to prune (see metrics_counts_fold).
-SELECT 0 AS pruned
+-- Drop throughput older than the longest chart window (7 days), workers not seen for a
+-- day and counts that went back to zero.
+DELETE FROM rota_job_flow WHERE minute < (julianday('now') - 2440587.5) * 86400.0 - 8 * 86400;
+SELECT changes() AS pruned;
+DELETE FROM rota_workers_seen WHERE last_seen < (julianday('now') - 2440587.5) * 86400.0 - 86400;
+SELECT changes() AS pruned;
+DELETE FROM rota_job_counts WHERE n = 0;
+SELECT changes() AS pruned;
 
 -- name: metrics_horizon
 -- No xmin horizon: SQLite keeps no old row versions for other readers.

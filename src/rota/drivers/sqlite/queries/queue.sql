@@ -1,6 +1,6 @@
 -- name: queue_counts
--- Jobs per queue and state.
-SELECT queue, state, count(*) AS n FROM rota_jobs GROUP BY queue, state
+-- Jobs per queue and state, as the triggers of 0019 keep them (never a count over rota_jobs).
+SELECT queue, state, n FROM rota_job_counts WHERE n <> 0
 
 -- name: queue_oldest
 -- Seconds the oldest runnable job of each queue has waited.

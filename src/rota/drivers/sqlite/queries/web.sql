@@ -12,9 +12,10 @@ hits AS (
     SELECT id FROM exact
     UNION
     -- Only when `q` names no job by id or key: the task, or text in the arguments.
+    -- (An empty id range when it does: SQLite would test a guard on every row.)
     SELECT id FROM rota_jobs
-    WHERE NOT EXISTS (SELECT 1 FROM exact)
-      AND id > (SELECT max(id) FROM rota_jobs) - :scan
+    WHERE id > CASE WHEN EXISTS (SELECT 1 FROM exact) THEN 9223372036854775807
+                    ELSE (SELECT max(id) FROM rota_jobs) - :scan END
       AND (task = :q OR (:args AND instr(lower(args), lower(:q)) > 0))
 )
 SELECT * FROM rota_jobs
@@ -30,120 +31,60 @@ ORDER BY id DESC
 LIMIT :limit
 
 -- name: web_job_list
--- Jobs matching the filters, newest first (the jobs page, the overview's failures): each
--- state from its own index, an id or a key through its index, text in the arguments only
--- among the newest `scan` jobs (see the PostgreSQL query of the same name).
-SELECT p.* FROM (
-    SELECT j.* FROM rota_jobs AS j WHERE j.id = :id
+-- Jobs matching the filters, newest first (the jobs page, the overview's failures): an id
+-- or a key through its index; otherwise the primary key walked down from `before_id`
+-- until `limit` match (a branch per state, as on PostgreSQL, made SQLite sort each one),
+-- and text in the arguments only among the newest `scan` jobs.
+SELECT * FROM (
+    SELECT * FROM rota_jobs WHERE id = :id
     UNION ALL
-    SELECT j.* FROM rota_jobs AS j WHERE :id IS NULL AND j.key = :key
+    SELECT * FROM rota_jobs WHERE :id IS NULL AND key = :key
     UNION ALL
-    SELECT * FROM (SELECT j.* FROM rota_jobs AS j
-     WHERE :id IS NULL AND :key IS NULL AND :states = '[]'
-       AND j.id < COALESCE(:before_id, 9223372036854775807)
-       AND j.id > CASE WHEN :text IS NULL THEN 0
-                       ELSE (SELECT max(id) FROM rota_jobs) - :scan END
-       AND (:task IS NULL OR j.task = :task)
-       AND (:queue IS NULL OR j.queue = :queue)
-       AND (:text IS NULL OR instr(lower(j.args), lower(:text)) > 0)
-     ORDER BY j.id DESC LIMIT :limit)
-    UNION ALL
-    SELECT * FROM (SELECT j.* FROM rota_jobs AS j
-     WHERE :id IS NULL AND :key IS NULL AND 'discarded' IN (SELECT value FROM json_each(:states)) AND j.state = 'discarded'
-       AND j.id < COALESCE(:before_id, 9223372036854775807)
-       AND j.id > CASE WHEN :text IS NULL THEN 0
-                       ELSE (SELECT max(id) FROM rota_jobs) - :scan END
-       AND (:task IS NULL OR j.task = :task)
-       AND (:queue IS NULL OR j.queue = :queue)
-       AND (:text IS NULL OR instr(lower(j.args), lower(:text)) > 0)
-     ORDER BY j.id DESC LIMIT :limit)
-    UNION ALL
-    SELECT * FROM (SELECT j.* FROM rota_jobs AS j
-     WHERE :id IS NULL AND :key IS NULL AND 'cancelled' IN (SELECT value FROM json_each(:states)) AND j.state = 'cancelled'
-       AND j.id < COALESCE(:before_id, 9223372036854775807)
-       AND j.id > CASE WHEN :text IS NULL THEN 0
-                       ELSE (SELECT max(id) FROM rota_jobs) - :scan END
-       AND (:task IS NULL OR j.task = :task)
-       AND (:queue IS NULL OR j.queue = :queue)
-       AND (:text IS NULL OR instr(lower(j.args), lower(:text)) > 0)
-     ORDER BY j.id DESC LIMIT :limit)
-    UNION ALL
-    SELECT * FROM (SELECT j.* FROM rota_jobs AS j
-     WHERE :id IS NULL AND :key IS NULL AND 'completed' IN (SELECT value FROM json_each(:states)) AND j.state = 'completed'
-       AND j.id < COALESCE(:before_id, 9223372036854775807)
-       AND j.id > CASE WHEN :text IS NULL THEN 0
-                       ELSE (SELECT max(id) FROM rota_jobs) - :scan END
-       AND (:task IS NULL OR j.task = :task)
-       AND (:queue IS NULL OR j.queue = :queue)
-       AND (:text IS NULL OR instr(lower(j.args), lower(:text)) > 0)
-     ORDER BY j.id DESC LIMIT :limit)
-    UNION ALL
-    SELECT * FROM (SELECT j.* FROM rota_jobs AS j
-     WHERE :id IS NULL AND :key IS NULL AND 'available' IN (SELECT value FROM json_each(:states)) AND j.state = 'available'
-       AND j.id < COALESCE(:before_id, 9223372036854775807)
-       AND j.id > CASE WHEN :text IS NULL THEN 0
-                       ELSE (SELECT max(id) FROM rota_jobs) - :scan END
-       AND (:task IS NULL OR j.task = :task)
-       AND (:queue IS NULL OR j.queue = :queue)
-       AND (:text IS NULL OR instr(lower(j.args), lower(:text)) > 0)
-     ORDER BY j.id DESC LIMIT :limit)
-    UNION ALL
-    SELECT * FROM (SELECT j.* FROM rota_jobs AS j
-     WHERE :id IS NULL AND :key IS NULL AND 'running' IN (SELECT value FROM json_each(:states)) AND j.state = 'running'
-       AND j.id < COALESCE(:before_id, 9223372036854775807)
-       AND j.id > CASE WHEN :text IS NULL THEN 0
-                       ELSE (SELECT max(id) FROM rota_jobs) - :scan END
-       AND (:task IS NULL OR j.task = :task)
-       AND (:queue IS NULL OR j.queue = :queue)
-       AND (:text IS NULL OR instr(lower(j.args), lower(:text)) > 0)
-     ORDER BY j.id DESC LIMIT :limit)
-    UNION ALL
-    SELECT * FROM (SELECT j.* FROM rota_jobs AS j
-     WHERE :id IS NULL AND :key IS NULL AND ('scheduled' IN (SELECT value FROM json_each(:states)) OR 'retryable' IN (SELECT value FROM json_each(:states)))
-       AND j.state IN ('scheduled', 'retryable')
-       AND j.state IN (SELECT value FROM json_each(:states))
-       AND j.id < COALESCE(:before_id, 9223372036854775807)
-       AND j.id > CASE WHEN :text IS NULL THEN 0
-                       ELSE (SELECT max(id) FROM rota_jobs) - :scan END
-       AND (:task IS NULL OR j.task = :task)
-       AND (:queue IS NULL OR j.queue = :queue)
-       AND (:text IS NULL OR instr(lower(j.args), lower(:text)) > 0)
-     ORDER BY j.id DESC LIMIT :limit)
+    SELECT * FROM (
+        SELECT * FROM rota_jobs
+        WHERE :id IS NULL AND :key IS NULL
+          AND (:task IS NULL OR task = :task)
+          AND (:queue IS NULL OR queue = :queue)
+          AND (:states = '[]' OR state IN (SELECT value FROM json_each(:states)))
+          AND (:text IS NULL OR instr(lower(args), lower(:text)) > 0)
+          AND id < COALESCE(:before_id, 9223372036854775807)
+          AND id > CASE WHEN :text IS NULL THEN 0
+                        ELSE (SELECT max(id) FROM rota_jobs) - :scan END
+        ORDER BY id DESC
+        LIMIT :limit)
 ) AS p
-WHERE p.id < COALESCE(:before_id, 9223372036854775807)
-  AND (:key IS NULL OR p.key = :key)
-  AND (:task IS NULL OR p.task = :task)
-  AND (:queue IS NULL OR p.queue = :queue)
-  AND (:states = '[]' OR p.state IN (SELECT value FROM json_each(:states)))
-  AND (:text IS NULL OR instr(lower(p.args), lower(:text)) > 0)
-ORDER BY p.id DESC
+WHERE id < COALESCE(:before_id, 9223372036854775807)
+  AND (:key IS NULL OR key = :key)
+  AND (:task IS NULL OR task = :task)
+  AND (:queue IS NULL OR queue = :queue)
+  AND (:states = '[]' OR state IN (SELECT value FROM json_each(:states)))
+  AND (:text IS NULL OR instr(lower(args), lower(:text)) > 0)
+ORDER BY id DESC
 LIMIT :limit
 
 -- name: web_queue_series
--- Jobs enqueued and finished per queue and time bucket over the last `window` seconds.
-WITH n AS (SELECT (julianday('now') - 2440587.5) * 86400.0 AS now)
-SELECT queue, 'enqueued' AS kind,
-       CAST((created_at - (n.now - :window)) / :bucket AS INTEGER) AS bucket, count(*) AS n
-FROM rota_jobs, n
-WHERE created_at >= n.now - :window
-GROUP BY queue, bucket
-UNION ALL
-SELECT queue, state AS kind,
-       CAST((finished_at - (n.now - :window)) / :bucket AS INTEGER) AS bucket, count(*) AS n
-FROM rota_jobs, n
-WHERE state IN ('completed', 'discarded', 'cancelled') AND finished_at >= n.now - :window
-GROUP BY queue, state, bucket
+-- Jobs enqueued and finished per queue and time bucket over the last `window` seconds, at
+-- a minute's resolution, from the per-minute flow the triggers of 0019 keep.
+WITH n AS (SELECT (julianday('now') - 2440587.5) * 86400.0 - :window AS since)
+SELECT queue, kind, CAST(floor((minute - n.since) / :bucket) AS INTEGER) AS bucket,
+       sum(f.n) AS n
+FROM rota_job_flow AS f, n
+WHERE minute >= CAST(n.since / 60 AS INTEGER) * 60.0
+GROUP BY queue, kind, 3
 
 -- name: web_worker_list
--- Workers seen lately: those running jobs now, or that started one in the last `window` s.
-SELECT worker,
-       sum(CASE WHEN state = 'running' THEN 1 ELSE 0 END) AS running,
-       group_concat(DISTINCT queue) AS queues,
-       max(attempted_at) AS last_seen
-FROM rota_jobs
-WHERE worker IS NOT NULL
-  AND (state = 'running'
-       OR attempted_at >= (julianday('now') - 2440587.5) * 86400.0 - :window)
+-- Workers seen lately: those running jobs now (from the running jobs' index), or that
+-- started one in the last `window` seconds (rota_workers_seen, kept by the triggers).
+WITH seen AS (
+    SELECT worker, queue, 1 AS running, attempted_at AS at FROM rota_jobs
+    WHERE state = 'running' AND worker IS NOT NULL
+    UNION ALL
+    SELECT worker, queue, 0, last_seen FROM rota_workers_seen
+    WHERE last_seen >= (julianday('now') - 2440587.5) * 86400.0 - :window
+)
+SELECT worker, sum(running) AS running, group_concat(DISTINCT queue) AS queues,
+       max(at) AS last_seen
+FROM seen
 GROUP BY worker
 ORDER BY worker
 
