@@ -2,7 +2,8 @@
 (PostgreSQL, migration 0019) into the counts per queue and state, the flow per minute
 and the workers seen, which the dashboard and /metrics read instead of rota_jobs (#23);
 on both dialects it drops the throughput and the workers older than any chart shows.
-(SQLite's triggers update the counts in place: there is nothing to fold.)"""
+(SQLite's triggers keep counters in place: its pass turns their growth into throughput
+per minute and records the workers running jobs.)"""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ class CountFolder(PeriodicService):
 
     def run_once(self) -> FoldReport:
         db = self.driver.database
-        folded = int(db.execute("metrics_counts_fold")[0]["folded"])
+        folded = sum(int(r["folded"]) for r in db.execute("metrics_counts_fold"))
         pruned = 0
         if time.monotonic() - self._pruned_at >= self.prune_every:
             pruned = sum(int(r["pruned"]) for r in db.execute("metrics_counts_prune"))

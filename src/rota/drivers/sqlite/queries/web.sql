@@ -64,23 +64,37 @@ LIMIT :limit
 
 -- name: web_queue_series
 -- Jobs enqueued and finished per queue and time bucket over the last `window` seconds, at
--- a minute's resolution, from the per-minute flow the triggers of 0019 keep.
-WITH n AS (SELECT (julianday('now') - 2440587.5) * 86400.0 - :window AS since)
-SELECT queue, kind, CAST(floor((minute - n.since) / :bucket) AS INTEGER) AS bucket,
-       sum(f.n) AS n
-FROM rota_job_flow AS f, n
-WHERE minute >= CAST(n.since / 60 AS INTEGER) * 60.0
+-- a minute's resolution: the flow the leader's passes recorded, and the counters' growth
+-- and the jobs enqueued since its last pass (as of half a second ago: the last bucket).
+WITH n AS (SELECT (julianday('now') - 2440587.5) * 86400.0 AS now,
+                  (julianday('now') - 2440587.5) * 86400.0 - :window AS since),
+flow AS (
+    SELECT queue, kind, minute AS at, f.n AS k FROM rota_job_flow AS f, n
+    WHERE minute >= CAST(n.since / 60 AS INTEGER) * 60
+    UNION ALL
+    SELECT c.queue, c.state, n.now - 0.5, c.entered - COALESCE(m.entered, 0)
+    FROM rota_job_counts AS c
+    LEFT JOIN rota_job_marks AS m
+           ON m.queue = c.queue AND m.state = c.state AND m.worker = c.worker, n
+    WHERE c.entered > COALESCE(m.entered, 0)
+    UNION ALL
+    SELECT queue, 'enqueued', n.now - 0.5, 1 FROM rota_jobs, n
+    WHERE id > COALESCE((SELECT entered FROM rota_job_marks
+                         WHERE queue = '' AND state = 'enqueued' AND worker = ''), 0)
+)
+SELECT queue, kind, CAST(floor((at - n.since) / :bucket) AS INTEGER) AS bucket, sum(k) AS n
+FROM flow, n
 GROUP BY queue, kind, 3
 
 -- name: web_worker_list
 -- Workers seen lately: those running jobs now (from the running jobs' index), or that
--- started one in the last `window` seconds (rota_workers_seen, kept by the triggers).
+-- finished one in the last `window` seconds (the counters kept per worker, 0019).
 WITH seen AS (
     SELECT worker, queue, 1 AS running, attempted_at AS at FROM rota_jobs
     WHERE state = 'running' AND worker IS NOT NULL
     UNION ALL
-    SELECT worker, queue, 0, last_seen FROM rota_workers_seen
-    WHERE last_seen >= (julianday('now') - 2440587.5) * 86400.0 - :window
+    SELECT worker, queue, 0, last_at FROM rota_job_counts
+    WHERE worker <> '' AND last_at >= (julianday('now') - 2440587.5) * 86400.0 - :window
 )
 SELECT worker, sum(running) AS running, group_concat(DISTINCT queue) AS queues,
        max(at) AS last_seen
