@@ -32,12 +32,16 @@ WHERE id > COALESCE((SELECT entered FROM rota_job_marks
 GROUP BY queue
 ON CONFLICT (minute, queue, kind) DO UPDATE SET n = n + excluded.n;
 SELECT changes() AS folded;
+-- A pass with nothing new writes nothing (no write would wake the workers' watchers).
 INSERT INTO rota_job_marks (queue, state, worker, entered)
-SELECT queue, state, worker, entered FROM rota_job_counts WHERE true
+SELECT c.queue, c.state, c.worker, c.entered FROM rota_job_counts AS c
+LEFT JOIN rota_job_marks AS m ON m.queue = c.queue AND m.state = c.state AND m.worker = c.worker
+WHERE m.entered IS NULL OR m.entered <> c.entered
 ON CONFLICT (queue, state, worker) DO UPDATE SET entered = excluded.entered;
 INSERT INTO rota_job_marks (queue, state, worker, entered)
 SELECT '', 'enqueued', '', COALESCE((SELECT max(id) FROM rota_jobs), 0) WHERE true
-ON CONFLICT (queue, state, worker) DO UPDATE SET entered = max(entered, excluded.entered);
+ON CONFLICT (queue, state, worker) DO UPDATE SET entered = excluded.entered
+WHERE excluded.entered > entered;
 
 -- name: metrics_counts_prune
 -- Drop throughput older than the longest chart window (7 days), and counters of workers
