@@ -59,12 +59,13 @@ SELECT * FROM (
     FROM pg_stat_activity
     -- A snapshot (backend_xmin) or a transaction id of its own (backend_xid: it wrote)
     -- holds the horizon; a read-committed session between statements holds neither.
+    -- Only this database's sessions hold back the vacuum of its tables.
     WHERE (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL)
-      AND xact_start IS NOT NULL AND pid <> pg_backend_pid()
+      AND datname = current_database() AND xact_start IS NOT NULL AND pid <> pg_backend_pid()
     UNION ALL
     SELECT 'prepared', gid, owner::text, NULL, NULL, 'prepared', prepared,
            EXTRACT(EPOCH FROM clock_timestamp() - prepared)::float8
-    FROM pg_prepared_xacts
+    FROM pg_prepared_xacts WHERE database = current_database()
 ) AS h
 ORDER BY since
 LIMIT 5
