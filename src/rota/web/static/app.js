@@ -182,9 +182,11 @@ pages.overview = async () => {
     api("/api/workers"),
     api("/api/database"),
   ]);
-  if (unchanged("overview", [queues, series, failures, workers, database])) return;
   // A transaction holding the xmin horizon: VACUUM cannot clean rota_jobs while it lasts.
+  // (Its age redraws the page once a minute, not on every poll.)
   const held = database.horizon_held ? database.holders[0] : null;
+  const heldKey = held ? `${held.holder} ${Math.floor(held.age_s / 60)}` : null;
+  if (unchanged("overview", [queues, series, failures, workers, heldKey])) return;
   $("horizon").hidden = !held;
   if (held) {
     $("horizon").replaceChildren(
