@@ -47,7 +47,7 @@ class PostgresDriver(SQLDriver):
 
     @contextlib.contextmanager
     def _tx(
-        self, conn: Any = None, *, single: bool = False
+        self, conn: psycopg.Connection[Any] | None = None, *, single: bool = False
     ) -> Iterator[psycopg.Cursor[dict[str, Any]]]:
         """A cursor in the caller's transaction (`conn`), or on a pooled connection in a
         transaction of its own (in autocommit when the caller runs a `single` statement)."""

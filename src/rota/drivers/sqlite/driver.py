@@ -39,7 +39,7 @@ class SQLiteDriver(SQLDriver):
         return self._sqlite._pooled()
 
     @contextlib.contextmanager
-    def _write(self, conn: Any = None) -> Iterator[sqlite3.Cursor]:
+    def _write(self, conn: sqlite3.Connection | None = None) -> Iterator[sqlite3.Cursor]:
         with self._sqlite.write(conn) as session:
             yield session._cursor
 
