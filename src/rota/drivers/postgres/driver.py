@@ -14,6 +14,7 @@ import psycopg
 
 from rota.drivers import queries
 from rota.drivers.base import WakeFunc
+from rota.drivers.deadlines import Deadlines, call_deadline
 from rota.drivers.postgres.copy import PostgresCopyStore
 from rota.drivers.postgres.database import PostgresDatabase
 from rota.drivers.sql import SQLDriver
@@ -63,9 +64,14 @@ class PostgresDriver(SQLDriver):
 
     # --- schema -------------------------------------------------------------------------
 
+    def deadlines_set(self, deadlines: Deadlines) -> None:
+        self._pg.set_deadlines(deadlines)
+
     def schema_migrate(self) -> list[int]:
         applied: list[int] = []
-        with self._tx() as cur:
+        # A migration may rewrite a big table: no call deadline, no statement timeout.
+        with call_deadline(lambda: None), self._tx() as cur:
+            cur.execute("SET LOCAL statement_timeout = 0")
             cur.execute(_Q["schema_lock"])
             cur.execute(_Q["schema_create_migrations"])
             cur.execute(_Q["schema_version"])
