@@ -10,7 +10,8 @@ the connections it holds.
     proxy.reset()       # every connection held gets a TCP RST
 
     python -m tests.proxy --upstream 127.0.0.1:5432 --listen 127.0.0.1:6432
-    (then `echo blackhole | nc -q0 127.0.0.1 <control port>`: forward, blackhole, refuse, reset)
+    (then `echo blackhole | nc -q0 127.0.0.1 <control port>`: forward, blackhole, mute,
+    refuse, reset)
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from urllib.parse import urlsplit, urlunsplit
 FORWARD = "forward"
 BLACKHOLE = "blackhole"  # accept, hold, pass nothing; sockets stay open
 REFUSE = "refuse"  # new connections are reset at once; held ones keep passing
-MODES = (FORWARD, BLACKHOLE, REFUSE)
+MUTE = "mute"  # requests pass, answers are held: a reply that arrives late
+MODES = (FORWARD, BLACKHOLE, REFUSE, MUTE)
 # Bytes held per direction before the proxy stops reading that side (back-pressure).
 BUFFER_LIMIT = 1 << 20
 
@@ -100,6 +102,10 @@ class TcpProxy:
         """Pass nothing in either direction and keep every socket open: no error reaches
         either end; what was sent waits (in buffers) until forward() or reset()."""
         self._run(lambda: self._set_mode(BLACKHOLE))
+
+    def mute(self) -> None:
+        """Pass what the clients send, hold what the server answers (until forward())."""
+        self._run(lambda: self._set_mode(MUTE))
 
     def refuse(self) -> None:
         """Reset new connections at once (a peer that answers with RST)."""
@@ -183,7 +189,7 @@ class TcpProxy:
                 events = 0
                 if len(inbox) < BUFFER_LIMIT:
                     events |= selectors.EVENT_READ
-                if outbox:
+                if outbox and not (self.mode == MUTE and side == "client"):
                     events |= selectors.EVENT_WRITE
                 if events:
                     sel.register(sock, events, (pipe, side))
@@ -264,6 +270,7 @@ def main(argv: list[str] | None = None) -> None:
     actions: dict[str, Callable[[], object]] = {
         FORWARD: proxy.forward,
         BLACKHOLE: proxy.blackhole,
+        MUTE: proxy.mute,
         REFUSE: proxy.refuse,
         "reset": proxy.reset,
     }

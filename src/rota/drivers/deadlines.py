@@ -5,18 +5,28 @@ from the job lease, so that a cut link costs a worker seconds, never a slot (#21
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import math
-import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from rota.errors import ConfigurationError
 
-# The deadline of this thread's database calls, when it sets its own: a callable returning a
-# time.monotonic() value (None: no deadline), read again while the call waits, so that a
-# renewed lease moves the deadline of a ctx.transaction() along.
+T = TypeVar("T")
+
+# The deadline of the database calls made in this context (a worker's own call, or a job
+# and the threads it runs in): a callable returning a time.monotonic() value (None: no
+# deadline), read again while the call waits, so a renewed lease moves a job's deadline
+# along. Calls made outside any (a web process, a user's script) have none.
 DeadlineFunc = Callable[[], float | None]
-_local = threading.local()
+_deadline: contextvars.ContextVar[DeadlineFunc | None] = contextvars.ContextVar(
+    "rota_call_deadline", default=None
+)
+# A worker's statement_timeout is never shorter than this, whatever the lease: rota's
+# statements take milliseconds, but a loaded test machine must not see them cancelled.
+STATEMENT_FLOOR = 5.0
 
 # libpq counts connect_timeout in whole seconds and treats 1 as 2.
 MIN_CONNECT = 2.0
@@ -28,8 +38,9 @@ class Deadlines:
 
     detect: float = 10.0  # a peer silent this long is dead (keepalives, tcp_user_timeout)
     connect: float = 10.0  # connect_timeout: opening a connection, authentication included
-    statement: float = 10.0  # statement_timeout of rota's own statements, on the server
-    call: float = 10.0  # a call unanswered this long has its connection cut by the client
+    # statement_timeout on the server; none outside a worker (an app's own bulk loads).
+    statement: float = 0.0
+    call: float = 10.0  # a worker's call unanswered this long has its connection cut
 
     def __post_init__(self) -> None:
         for name in ("detect", "connect", "call"):
@@ -58,12 +69,13 @@ class Deadlines:
         call: float | None = None,
     ) -> Deadlines:
         """A third of the lease for each, unless given: a silent peer is noticed, and a
-        hung call cut, while two thirds of the lease of every job it held are left."""
-        third = lease / 3
+        hung call cut, while two thirds of the lease of every job it held are left (for
+        very short leases, as in tests, at least a second or half the lease)."""
+        third = max(lease / 3, min(1.0, lease / 2))
         return cls(
             detect=detect if detect is not None else third,
             connect=connect if connect is not None else max(MIN_CONNECT, third),
-            statement=statement if statement is not None else third,
+            statement=statement if statement is not None else max(STATEMENT_FLOOR, third),
             call=call if call is not None else third,
         )
 
@@ -117,17 +129,24 @@ def server_detection(lease: float, fence_after: float) -> ServerDetection:
 
 
 def current_deadline() -> DeadlineFunc | None:
-    """The deadline this thread set with call_deadline(), if any."""
-    return getattr(_local, "deadline", None)
+    """The deadline set with call_deadline() in this context, if any."""
+    return _deadline.get()
 
 
 @contextlib.contextmanager
 def call_deadline(deadline: DeadlineFunc) -> Iterator[None]:
-    """Database calls made by this thread in the block have `deadline` instead of the
-    default one (e.g. a job's lease; `lambda: None` for a migration that may take long)."""
-    previous = current_deadline()
-    _local.deadline = deadline
+    """Database calls made in the block (and in threads started from its context, such
+    as a sync task's) have `deadline`; `lambda: None` lifts it (a long migration)."""
+    token = _deadline.set(deadline)
     try:
         yield
     finally:
-        _local.deadline = previous
+        _deadline.reset(token)
+
+
+def run_with_deadline(seconds: float, func: Callable[..., T], *args: Any) -> T:
+    """Call `func(*args)` (on a worker's database thread) with a deadline `seconds` from
+    now for the database calls it makes."""
+    limit = time.monotonic() + seconds
+    with call_deadline(lambda: limit):
+        return func(*args)

@@ -239,20 +239,29 @@ class WorkerHealth:
     def ready(self) -> Probe:
         worker = self.worker
         failing = [q for q, f in worker.fetchers.items() if f.failures]
-        connected = worker.heartbeater.failures == 0 and not failing
+        hung = worker.calls.hung()
+        connected = (
+            worker.heartbeater.failures == 0 and not failing and not hung and not worker.cut_off
+        )
         detail: dict[str, Any] = {
             "ready": worker.ready,
             "draining": worker.stopping,
             "connected": connected,
             "running": worker.running,
             "hung": worker.hung,
+            "db_calls_hung": hung,
         }
         if worker.stopping:
             return Probe(False, {**detail, "reason": "draining: stopped fetching"})
         if not worker.ready:
             return Probe(False, {**detail, "reason": "starting: waiting for the database"})
         if not connected:
-            reason = "heartbeats failing" if worker.heartbeater.failures else "claims failing"
+            if hung:
+                reason = f"{hung} call(s) without an answer for over {worker.hang_after:g}s"
+            elif worker.heartbeater.failures or worker.cut_off:
+                reason = "heartbeats failing"
+            else:
+                reason = "claims failing"
             return Probe(False, {**detail, "reason": f"database unreachable ({reason})"})
         if worker.all_hung:
             reason = (

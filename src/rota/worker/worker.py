@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from rota.app import App, ServiceContext
 from rota.context import Context
 from rota.drivers.base import Completion
+from rota.drivers.deadlines import call_deadline, run_with_deadline
 from rota.errors import DatabaseUnavailableError
 from rota.job import Job
 from rota.maintenance.leader import Elector
@@ -84,6 +85,7 @@ class Worker:
         self.fetchers: dict[str, Fetcher] = {}
         # Every database call has a deadline derived from the lease (docs/configuration.md).
         self.driver.deadlines_set(self.settings.deadlines)
+        self._call_timeout = self.settings.deadlines.call
         self.hang_after = min(HANG_AFTER_MAX, self.settings.heartbeat_interval / 2)
         self.calls = DbCalls(self.hang_after)
         # Set while heartbeats fail or hang: claims wait, and the lease clock runs down.
@@ -143,7 +145,8 @@ class Worker:
         key = self.calls.begin(getattr(func, "__name__", "call"))
         ok = False
         try:
-            result = await loop.run_in_executor(self._db_pool, functools.partial(func, *args))
+            call = functools.partial(run_with_deadline, self._call_timeout, func, *args)
+            result = await loop.run_in_executor(self._db_pool, call)
             ok = True
             return result
         finally:
@@ -452,7 +455,11 @@ class Worker:
         watch = self.observer.start(job)
         execution = None
         try:
-            execution = await self.executor.run(job, ctx)
+            # What the job does on the database (in its task's thread too) is cut at its
+            # local lease deadline: past it, the database may have given the job away.
+            assert ctx.lease_deadline is not None
+            with call_deadline(ctx.lease_deadline):
+                execution = await self.executor.run(job, ctx)
             straggler = execution.straggler
             if self.progress.pending(job.id):
                 # The last value goes out before the completion; after it the fence refuses.

@@ -122,7 +122,7 @@ class PostgresDatabase:
         # Read again for every new connection: a URL from a file picks up a rotated
         # password (docs/security.md), and a worker's deadlines apply from its start on.
         self.deadlines = deadlines or Deadlines()
-        self.watch = CallWatch(self.deadlines.call)
+        self.watch = CallWatch()
         self._pool = DeadlinePool(
             self.conninfo,
             min_size=1,
@@ -150,10 +150,12 @@ class PostgresDatabase:
         return conninfo_with(self.url.current(), self.deadlines)
 
     def set_deadlines(self, deadlines: Deadlines) -> None:
-        """Use `deadlines` from now on (a worker derives them from its lease). Connections
-        opened before keep their TCP settings; the call deadline applies to every call."""
+        """Use `deadlines` for connections opened from now on (a worker derives them from
+        its lease); the pool's idle connections are replaced, so that every connection
+        the worker uses has them."""
         self.deadlines = deadlines
-        self.watch.call = deadlines.call
+        if self._opened:
+            self._pool.drain()
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[Connection]:

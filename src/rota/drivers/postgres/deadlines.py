@@ -63,14 +63,12 @@ class _Call:
 
 
 class CallWatch:
-    """Every pooled connection checked out is watched until it is returned. A call still
+    """A pooled connection checked out in a context with a deadline (a worker's own call,
+    a running job: rota.drivers.deadlines) is watched until it is returned. A call still
     unanswered past its deadline has its socket shut down: the thread blocked on it gets
-    an error at once, the pool drops the connection, and the slot comes back. Deadlines
-    are monotonic times; the default is `call` seconds after the checkout, a thread may
-    set its own (ctx.transaction(): the job's local lease deadline; migrations: none)."""
+    an error at once, the pool drops the connection, and the slot comes back."""
 
-    def __init__(self, call: float) -> None:
-        self.call = call
+    def __init__(self) -> None:
         self._calls: dict[int, _Call] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -79,16 +77,11 @@ class CallWatch:
 
     @contextlib.contextmanager
     def watching(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
+        deadline = current_deadline()
+        if deadline is None:
+            yield
+            return
         started = time.monotonic()
-        own = current_deadline()
-        if own is None:
-            limit = started + self.call
-
-            def deadline() -> float | None:
-                return limit
-
-        else:
-            deadline = own
         key = id(conn)
         with self._lock:
             self._calls[key] = _Call(conn, started, deadline, threading.current_thread().name)

@@ -1,0 +1,381 @@
+"""Cut off, not stuck (#21): a worker behind a TCP proxy (tests/proxy.py) that stops
+forwarding in both directions, sockets open, on real PostgreSQL. Each test is one numbered
+case of the issue; short leases keep them short. The database is watched directly (not
+through the proxy), as another worker would see it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import psycopg
+import pytest
+
+import rota
+from rota.worker.health import LoopMonitor, WorkerHealth
+from tests.conftest import PG_URL
+from tests.helpers import async_wait_for, fast_settings
+from tests.proxy import TcpProxy
+
+pytestmark = [pytest.mark.postgres]
+
+LEASE = 3.0
+HEARTBEAT = 0.5
+
+
+@dataclass
+class Partition:
+    direct: rota.App  # how the database looks from elsewhere
+    app: rota.App  # the worker's app, behind the proxy
+    proxy: TcpProxy
+    url: str
+    events: list[tuple[float, str]] = field(default_factory=list)
+
+    def task(self, **options: Any) -> Callable[[Callable[..., Any]], rota.Task[Any, Any]]:
+        """Register a task on both apps under one name: the worker runs it, the direct
+        app can enqueue it while the worker is cut off."""
+
+        def register(func: Callable[..., Any]) -> rota.Task[Any, Any]:
+            self.direct.task(name=func.__name__, **options)(func)
+            return self.app.task(name=func.__name__, **options)(func)
+
+        return register
+
+    def note(self, what: str) -> None:
+        self.events.append((time.monotonic(), what))
+
+    def db_now_before(self, job_id: int) -> bool:
+        """The job's lease in the database has not run out yet (read directly)."""
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT lease_expires_at > now() FROM rota_jobs WHERE id = %s", (job_id,)
+            ).fetchone()
+        return bool(row and row[0])
+
+
+@pytest.fixture
+def part(pg_url: str) -> Iterator[Partition]:
+    direct = rota.App(pg_url)
+    direct.migrate()
+    server = urlsplit(PG_URL)
+    proxy = TcpProxy((server.hostname or "127.0.0.1", server.port or 5432)).start()
+    app = rota.App(proxy.url(pg_url))
+    try:
+        yield Partition(direct, app, proxy, pg_url)
+    finally:
+        proxy.forward()
+        app.close()
+        direct.close()
+        proxy.stop()
+
+
+def settings(**overrides: object) -> rota.WorkerSettings:
+    values: dict[str, object] = dict(
+        lease=LEASE, heartbeat=HEARTBEAT, maintenance=False, queues={"default": 4}
+    )
+    values.update(overrides)
+    return fast_settings(**values)
+
+
+async def started(worker: rota.Worker) -> asyncio.Task[None]:
+    task = asyncio.create_task(worker.run())
+    await async_wait_for(lambda: worker.ready, timeout=10)
+    return task
+
+
+async def stopped(worker: rota.Worker, task: asyncio.Task[None]) -> None:
+    worker.halt()
+    await asyncio.wait_for(task, timeout=30)
+
+
+# --- 1. a database call on a silent connection waits for ever ------------------------------
+
+
+def test_1_a_transaction_on_a_silent_link_is_cut_and_its_slot_comes_back(
+    part: Partition,
+) -> None:
+    """A sync task blocked in ctx.transaction() when the link goes silent gets an error
+    while the link is still cut (at its lease deadline), and after the heal every slot
+    runs jobs again."""
+    entered = threading.Event()
+    returned: list[tuple[float, str]] = []
+    running = 0
+    most = 0
+    lock = threading.Lock()
+
+    @part.task()
+    def write(ctx: rota.Context) -> None:
+        try:
+            with ctx.transaction() as conn:
+                conn.execute("SELECT 1")
+                entered.set()
+                conn.execute("SELECT pg_sleep(0.2)")  # sent into the black hole
+        except Exception as exc:
+            returned.append((time.monotonic(), type(exc).__name__))
+            raise
+        returned.append((time.monotonic(), "ok"))
+
+    @part.task()
+    def count(ctx: rota.Context) -> None:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.4)
+        with lock:
+            running -= 1
+
+    async def scenario() -> None:
+        worker = rota.Worker(part.app, settings(queues={"default": 2}))
+        task = await started(worker)
+        try:
+            for _ in range(2):
+                part.direct.enqueue("write")
+            await async_wait_for(lambda: worker.running == 2 and entered.is_set())
+            await asyncio.sleep(0.1)  # both are inside their transaction
+            part.proxy.blackhole()
+            cut_at = time.monotonic()
+            # Both threads come back while the link is still silent, within the lease.
+            await async_wait_for(lambda: len(returned) == 2, timeout=LEASE + 2)
+            assert all(at - cut_at < LEASE for at, _ in returned), returned
+            assert all(what != "ok" for _, what in returned), returned
+            part.proxy.forward()
+            healed = time.monotonic()
+            more = [part.direct.enqueue("count") for _ in range(4)]
+            await async_wait_for(
+                lambda: all(_state(part.direct, j.id) == "completed" for j in more),
+                timeout=15,
+            )
+            assert most == 2, "every slot runs jobs again after the heal"
+            assert time.monotonic() - healed < 8
+        finally:
+            part.proxy.forward()
+            await stopped(worker, task)
+
+    asyncio.run(scenario())
+
+
+# --- 2. a worker keeps running jobs whose lease has run out --------------------------------
+
+
+def test_2_jobs_are_stopped_before_their_lease_runs_out_while_cut_off(
+    part: Partition, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ctx.cancelled turns true (and an async task is cancelled) before the lease can run
+    out in the database, while the worker is still cut off; LeaseLost names the jobs."""
+    seen: dict[str, float] = {}
+
+    @part.task()
+    def slow_sync(ctx: rota.Context) -> None:
+        while not ctx.wait_cancelled(0.05):
+            pass
+        seen["sync"] = time.monotonic()
+
+    @part.task()
+    async def slow_async(ctx: rota.Context) -> None:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            seen["async"] = time.monotonic()
+            raise
+
+    async def scenario() -> None:
+        worker = rota.Worker(part.app, settings())
+        task = await started(worker)
+        try:
+            a = part.direct.enqueue("slow_sync")
+            b = part.direct.enqueue("slow_async")
+            await async_wait_for(lambda: worker.running == 2)
+            await asyncio.sleep(2 * HEARTBEAT)  # renewed at least once
+            with caplog.at_level(logging.ERROR, logger="rota.worker"):
+                part.proxy.blackhole()
+                cut_at = time.monotonic()
+                await async_wait_for(lambda: len(seen) == 2, timeout=LEASE + 2)
+                # The database still holds both leases: the worker stopped first.
+                assert part.db_now_before(a.id) and part.db_now_before(b.id)
+                assert all(at - cut_at < LEASE for at in seen.values()), seen
+                lost = [r.getMessage() for r in caplog.records if "LeaseLost" in r.message]
+                assert lost and str(a.id) in lost[0] and str(b.id) in lost[0], lost
+        finally:
+            part.proxy.forward()
+            await stopped(worker, task)
+
+    asyncio.run(scenario())
+
+
+# --- 3. claiming ignores the heartbeat -----------------------------------------------------
+
+
+def test_3_claims_pause_while_cut_off_and_no_job_starts_on_a_late_claim(
+    part: Partition,
+) -> None:
+    """A claim whose answer is held back past the lease never starts its job; claims
+    pause while heartbeats fail and resume the moment one succeeds."""
+    starts: list[tuple[int, int, bool]] = []
+
+    @part.task()
+    def record(ctx: rota.Context) -> None:
+        starts.append((ctx.job.id, ctx.attempt, part.db_now_before(ctx.job.id)))
+
+    async def scenario() -> None:
+        worker = rota.Worker(part.app, settings(maintenance=True, rescue_interval=0.2))
+        task = await started(worker)
+        try:
+            fetcher = worker.fetchers["default"]
+            # Requests pass, answers are held: the claim takes the job in the database
+            # and its answer arrives after the lease has run out.
+            part.proxy.mute()
+            job = part.direct.enqueue("record")
+            await asyncio.sleep(LEASE + 1)
+            assert worker.cut_off, "heartbeats get no answer: the worker knows it"
+            sent = fetcher.claim_sent
+            await asyncio.sleep(1.0)
+            assert fetcher.claim_sent == sent, "no claim is sent while cut off"
+            part.proxy.forward()
+            await async_wait_for(lambda: _state(part.direct, job.id) == "completed", timeout=20)
+            assert starts and all(in_time for _, _, in_time in starts), starts
+        finally:
+            part.proxy.forward()
+            await stopped(worker, task)
+
+    asyncio.run(scenario())
+
+
+def test_3_a_job_claimed_longer_ago_than_its_lease_is_not_started(part: Partition) -> None:
+    """The start path itself: a claim sent a lease ago starts nothing."""
+    ran: list[int] = []
+
+    @part.task()
+    def record(ctx: rota.Context) -> None:
+        ran.append(ctx.job.id)
+
+    async def scenario() -> None:
+        worker = rota.Worker(part.app, settings())
+        task = await started(worker)
+        try:
+            fetcher = worker.fetchers["default"]
+            part.direct.enqueue("record")
+            await async_wait_for(lambda: ran)
+            job = part.app.get_job(ran[0])
+            assert job is not None
+            fetcher.free -= 1
+            fetcher.claim_sent = time.monotonic() - LEASE
+            worker._start_job(job, fetcher)
+            assert job.id not in {j for j in worker._running}
+            assert worker.heartbeater.lease_lost == 1 and fetcher.free == 4
+        finally:
+            await stopped(worker, task)
+
+    asyncio.run(scenario())
+
+
+# --- 4. a hung worker is silent -------------------------------------------------------------
+
+
+def test_4_a_silent_database_is_logged_shown_and_counted(
+    part: Partition, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Within one heartbeat interval of the cut /readyz says no; the hung call is logged
+    once with its age, counted, and cut at its deadline; the probe recovers after."""
+
+    @part.task()
+    def idle(ctx: rota.Context) -> None:
+        ctx.wait_cancelled(30)
+
+    async def scenario() -> None:
+        worker = rota.Worker(part.app, settings())
+        probes = WorkerHealth(worker, LoopMonitor())
+        task = await started(worker)
+        try:
+            part.direct.enqueue("idle")
+            await async_wait_for(lambda: worker.running == 1)
+            await async_wait_for(lambda: probes.ready().ok)
+            with caplog.at_level(logging.WARNING, logger="rota"):
+                part.proxy.blackhole()
+                cut_at = time.monotonic()
+                await async_wait_for(lambda: not probes.ready().ok, timeout=HEARTBEAT * 4)
+                assert time.monotonic() - cut_at < HEARTBEAT + worker.hang_after + 0.5
+
+                def hung() -> list[str]:
+                    return [
+                        r.getMessage()
+                        for r in caplog.records
+                        if "job_lease_renew has had no answer for" in r.getMessage()
+                    ]
+
+                await async_wait_for(hung, timeout=5)  # logged, with its age
+                assert worker.calls.hung_total >= 1
+                # Cut at its deadline, so the next beat is tried (and logged) again.
+                await async_wait_for(lambda: worker.heartbeater.failures >= 1, timeout=5)
+                assert probes.live().ok, "a silent database is not a reason to restart"
+            part.proxy.forward()
+            await async_wait_for(lambda: probes.ready().ok, timeout=5)
+        finally:
+            part.proxy.forward()
+            await stopped(worker, task)
+
+    asyncio.run(scenario())
+
+
+# --- 7. whole again at once -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["blackhole", "reset"])
+def test_7_whole_again_within_seconds_of_the_heal(part: Partition, how: str) -> None:
+    """After a cut longer than the lease (black hole, or connections reset and new ones
+    refused), every slot runs jobs again within 5 s of the heal, without a restart."""
+    running = 0
+    most_after: list[int] = []
+    lock = threading.Lock()
+
+    @part.task()
+    def step(ctx: rota.Context, hold: float) -> None:
+        nonlocal running
+        with lock:
+            running += 1
+            most_after.append(running)
+        # A job stopped by the cut runs again once rescued: briefly, then.
+        ctx.wait_cancelled(hold if ctx.attempt == 1 else 0.5)
+        with lock:
+            running -= 1
+
+    async def scenario() -> None:
+        worker = rota.Worker(part.app, settings(maintenance=True, rescue_interval=0.2))
+        task = await started(worker)
+        try:
+            for _ in range(4):
+                part.direct.enqueue("step", {"hold": 30.0})
+            await async_wait_for(lambda: worker.running == 4)
+            if how == "blackhole":
+                part.proxy.blackhole()
+            else:
+                part.proxy.refuse()
+                part.proxy.reset()
+            await asyncio.sleep(LEASE + 1)
+            assert worker.running == 0, "every job was stopped while cut off"
+            part.proxy.forward()
+            healed = time.monotonic()
+            most_after.clear()
+            fresh = [part.direct.enqueue("step", {"hold": 1.0}) for _ in range(4)]
+            await async_wait_for(lambda: max(most_after, default=0) == 4, timeout=10)
+            recovered = time.monotonic() - healed
+            assert recovered < 5.0, f"whole again after {recovered:.1f}s"
+            await async_wait_for(
+                lambda: all(_state(part.direct, j.id) == "completed" for j in fresh), timeout=10
+            )
+        finally:
+            part.proxy.forward()
+            await stopped(worker, task)
+
+    asyncio.run(scenario())
+
+
+def _state(app: rota.App, job_id: int) -> str | None:
+    job = app.get_job(job_id)
+    return None if job is None else job.state.value
