@@ -44,6 +44,7 @@ class _Pipe:
     to_upstream: bytearray = field(default_factory=bytearray)
     to_client: bytearray = field(default_factory=bytearray)
     closing: bool = False
+    unparsed: bytearray = field(default_factory=bytearray)  # server bytes being filtered
 
 
 def _hard_close(sock: socket.socket) -> None:
@@ -72,6 +73,11 @@ class TcpProxy:
         self._thread = threading.Thread(target=self._loop, name="tcp-proxy", daemon=True)
         self.accepted = 0
         self.resets = 0
+        # Drop PostgreSQL NotificationResponse messages on their way to the client, as a
+        # transaction-mode pooler in effect does (set it before the client connects; the
+        # stream is parsed, so it needs sslmode=disable and gssencmode=disable).
+        self.drop_notifications = False
+        self.dropped = 0
 
     # --- control (any thread) ---------------------------------------------------------
 
@@ -225,7 +231,10 @@ class TcpProxy:
                 if not data:  # one end closed: close the other once its bytes are out
                     self._close(pipe)
                     return
-                inbox.extend(data)
+                if side == "upstream" and self.drop_notifications:
+                    self._filter(pipe, data)
+                else:
+                    inbox.extend(data)
             if events & selectors.EVENT_WRITE and outbox:
                 sent = sock.send(outbox)
                 del outbox[:sent]
@@ -233,6 +242,20 @@ class TcpProxy:
             return
         except OSError:
             self._close(pipe, hard=True)
+
+    def _filter(self, pipe: _Pipe, data: bytes) -> None:
+        """Pass the server's messages on whole, except notifications ('A')."""
+        pending = pipe.unparsed
+        pending.extend(data)
+        while len(pending) >= 5:
+            size = 1 + int.from_bytes(pending[1:5], "big")
+            if len(pending) < size:
+                break
+            if pending[0] == ord("A"):
+                self.dropped += 1
+            else:
+                pipe.to_client.extend(pending[:size])
+            del pending[:size]
 
     def _close(self, pipe: _Pipe, hard: bool = False) -> None:
         pipe.closing = True

@@ -233,13 +233,15 @@ def test_3_claims_pause_while_cut_off_and_no_job_starts_on_a_late_claim(
             part.proxy.mute()
             job = part.direct.enqueue("record")
             await asyncio.sleep(LEASE + 1)
-            assert worker.cut_off, "heartbeats get no answer: the worker knows it"
-            sent = fetcher.claim_sent
+            knew = getattr(worker, "cut_off", False)
+            sent = getattr(fetcher, "claim_sent", None)
             await asyncio.sleep(1.0)
-            assert fetcher.claim_sent == sent, "no claim is sent while cut off"
+            paused = sent is not None and getattr(fetcher, "claim_sent", None) == sent
             part.proxy.forward()
             await async_wait_for(lambda: _state(part.direct, job.id) == "completed", timeout=20)
             assert starts and all(in_time for _, _, in_time in starts), starts
+            assert knew, "heartbeats got no answer: the worker knew it"
+            assert paused, "no claim was sent while cut off"
         finally:
             part.proxy.forward()
             await stopped(worker, task)
@@ -379,3 +381,116 @@ def test_7_whole_again_within_seconds_of_the_heal(part: Partition, how: str) -> 
 def _state(app: rota.App, job_id: int) -> str | None:
     job = app.get_job(job_id)
     return None if job is None else job.state.value
+
+
+# --- 5. two workers believed they were leader ------------------------------------------------
+
+
+def test_5_a_cut_off_leader_steps_down_before_another_can_take_over(part: Partition) -> None:
+    """The leader behind the proxy clears its flag before its term can end in the
+    database, so that the other worker's election never overlaps it."""
+    ttl = 2.0
+    overlap: list[float] = []
+
+    async def scenario() -> None:
+        cut_off = rota.Worker(part.app, settings(maintenance=True, leader_ttl=ttl))
+        first = await started(cut_off)
+        await async_wait_for(lambda: cut_off.elector.is_leader, timeout=10)
+        other = rota.Worker(part.direct, settings(maintenance=True, leader_ttl=ttl))
+        second = await started(other)
+        try:
+            await asyncio.sleep(ttl)
+            assert cut_off.elector.is_leader and not other.elector.is_leader
+            part.proxy.blackhole()
+            cut_at = time.monotonic()
+            deadline = cut_at + 3 * ttl
+            while time.monotonic() < deadline and not other.elector.is_leader:
+                if cut_off.elector.is_leader and other.elector.is_leader:
+                    overlap.append(time.monotonic() - cut_at)
+                await asyncio.sleep(0.005)
+            assert other.elector.is_leader, "the other worker took over"
+            assert not cut_off.elector.is_leader
+            assert not overlap, f"two leaders at once {overlap[0]:.2f}s into the cut"
+            assert cut_off.elector.lapses == 1
+            part.proxy.forward()
+            await asyncio.sleep(ttl)
+            assert not (cut_off.elector.is_leader and other.elector.is_leader)
+        finally:
+            part.proxy.forward()
+            await stopped(other, second)
+            await stopped(cut_off, first)
+
+    asyncio.run(scenario())
+
+
+# --- 6. a silently dead LISTEN goes unnoticed ------------------------------------------------
+
+
+def test_6_a_silent_listen_connection_is_noticed_counted_and_replaced(
+    part: Partition, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The LISTEN connection NOTIFYs itself; when that stops coming back it warns once,
+    counts it and reconnects, and after the heal wake-ups flow again."""
+    from rota.drivers.postgres.driver import ListenNotifier
+
+    conninfo = _driver_conninfo(part)
+    woken: list[str | None] = []
+
+    async def scenario() -> None:
+        notifier = ListenNotifier(conninfo, probe_every=0.3, probe_timeout=0.5)
+        task = asyncio.create_task(notifier.run(woken.append, lambda _: None))
+        try:
+            await async_wait_for(lambda: notifier.state == "listening")
+            with caplog.at_level(logging.WARNING, logger="rota.postgres"):
+                part.proxy.blackhole()
+                await async_wait_for(lambda: notifier.silences == 1, timeout=5)
+                await asyncio.sleep(0.5)
+                silent = [r for r in caplog.records if "went silent" in r.getMessage()]
+                assert len(silent) == 1, "warned once"
+            proved = notifier.proved_at
+            part.proxy.forward()  # the reconnect made during the cut goes through
+            await async_wait_for(lambda: notifier.proved_at != proved, timeout=10)
+            woken.clear()
+            with psycopg.connect(part.url, autocommit=True) as conn:
+                conn.execute("NOTIFY rota_jobs, 'default'")
+            await async_wait_for(lambda: "default" in woken, timeout=5)
+        finally:
+            part.proxy.forward()
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(scenario())
+
+
+def test_6_notifications_that_never_arrive_mean_polling_and_it_says_so(
+    part: Partition, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A connection that answers queries but never receives its own NOTIFY (what a
+    transaction-mode pooler does to LISTEN) is reported once: the worker polls."""
+    from rota.drivers.postgres.driver import ListenNotifier
+
+    part.proxy.drop_notifications = True
+    conninfo = _driver_conninfo(part) + " sslmode=disable gssencmode=disable"
+
+    async def scenario() -> None:
+        notifier = ListenNotifier(conninfo, probe_every=0.3, probe_timeout=0.5)
+        with caplog.at_level(logging.WARNING, logger="rota.postgres"):
+            task = asyncio.create_task(notifier.run(lambda _: None, lambda _: None))
+            try:
+                await async_wait_for(lambda: notifier.state == "polling", timeout=5)
+                assert part.proxy.dropped >= 1
+            finally:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        said = [r.getMessage() for r in caplog.records if "falls back to polling" in r.message]
+        assert len(said) == 1 and "transaction-mode pooler" in said[0]
+
+    asyncio.run(scenario())
+
+
+def _driver_conninfo(part: Partition) -> str:
+    from rota.drivers.postgres.driver import PostgresDriver
+
+    driver = part.app.driver
+    assert isinstance(driver, PostgresDriver)
+    return driver._pg.conninfo()

@@ -70,8 +70,9 @@ class Deadlines:
     ) -> Deadlines:
         """A third of the lease for each, unless given: a silent peer is noticed, and a
         hung call cut, while two thirds of the lease of every job it held are left (for
-        very short leases, as in tests, at least a second or half the lease)."""
-        third = max(lease / 3, min(1.0, lease / 2))
+        very short leases, as in tests, at least 1.5 s or half the lease, so that a busy
+        machine's slow answer is not taken for a silent link)."""
+        third = max(lease / 3, min(1.5, lease / 2))
         return cls(
             detect=detect if detect is not None else third,
             connect=connect if connect is not None else max(MIN_CONNECT, third),

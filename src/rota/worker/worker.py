@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from rota.app import App, ServiceContext
 from rota.context import Context
-from rota.drivers.base import Completion
+from rota.drivers.base import Completion, Notifier
 from rota.drivers.deadlines import call_deadline, run_with_deadline
 from rota.errors import DatabaseUnavailableError
 from rota.job import Job
@@ -90,6 +90,7 @@ class Worker:
         self.calls = DbCalls(self.hang_after)
         # Set while heartbeats fail or hang: claims wait, and the lease clock runs down.
         self.cut_off_since: float | None = None
+        self.notifier: Notifier | None = None  # set when the worker runs
         self.heartbeater = Heartbeater(
             self.driver,
             self.db,
@@ -261,7 +262,7 @@ class Worker:
         )
         background.append(asyncio.create_task(self.progress.run(stop_parts), name="rota-progress"))
         background.append(asyncio.create_task(self._guard(stop_parts), name="rota-lease-guard"))
-        notifier = self.driver.notifier()
+        notifier = self.notifier = self.driver.notifier()
         background.append(
             asyncio.create_task(notifier.run(self._wake, self._control), name="rota-notify")
         )

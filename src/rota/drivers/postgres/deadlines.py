@@ -122,10 +122,12 @@ class CallWatch:
                     cut(call.conn)
 
 
-def cut(conn: psycopg.Connection[Any]) -> None:
+def cut(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
     """Shut the connection's socket down in both directions: a thread blocked reading it
     wakes with an error, and nothing more is sent on it. shutdown() acts on the socket,
-    not the descriptor, so a duplicate of the descriptor is enough (and is closed again)."""
+    not the descriptor, so a duplicate of the descriptor is enough (and is closed again).
+    Unlike cancelling the query, this sends nothing over the silent link and waits for
+    nothing."""
     with contextlib.suppress(Exception):
         fd = conn.pgconn.socket
         dup = socket.fromfd(fd, socket.AF_INET, socket.SOCK_STREAM)
