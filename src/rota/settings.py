@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from rota.drivers.deadlines import Deadlines
+from rota.drivers.deadlines import Deadlines, ServerDetection, server_detection
 from rota.errors import ConfigurationError
 from rota.labels import check_labels, check_queue_name
 
@@ -223,6 +223,13 @@ class WorkerSettings:
             statement=self.db_statement_timeout,
             call=self.db_call_timeout,
         )
+
+    @property
+    def server_detection(self) -> ServerDetection:
+        """Server-side keepalives for a session whose loss frees this worker's jobs at
+        once (a presence connection): the server notices a silent worker only after the
+        worker has stopped its jobs (fence_after), never before."""
+        return server_detection(self.lease, self.fence_after)
 
     @property
     def total_concurrency(self) -> int:
