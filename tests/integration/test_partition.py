@@ -200,10 +200,42 @@ def test_2_jobs_are_stopped_before_their_lease_runs_out_while_cut_off(
                 # The database still holds both leases: the worker stopped first.
                 assert part.db_now_before(a.id) and part.db_now_before(b.id)
                 assert all(at - cut_at < LEASE for at in seen.values()), seen
+                # The fast rescue (#17) frees a worker's jobs once the server drops its
+                # presence session; with the keepalives the worker asks the server for,
+                # that comes after the worker stopped them, never before.
+                earliest = worker.settings.server_detection.earliest
+                assert all(at - cut_at < earliest for at in seen.values()), (seen, earliest)
                 lost = [r.getMessage() for r in caplog.records if "LeaseLost" in r.message]
                 assert lost and str(a.id) in lost[0] and str(b.id) in lost[0], lost
         finally:
             part.proxy.forward()
+            await stopped(worker, task)
+
+    asyncio.run(scenario())
+
+
+def test_2_a_lost_presence_session_stops_every_job_at_once(part: Partition) -> None:
+    """When the database may hand a worker's jobs on at once (its presence session
+    ended, #17), the worker stops them at once, whatever their lease clock says."""
+    seen: list[float] = []
+
+    @part.task()
+    def slow(ctx: rota.Context) -> None:
+        while not ctx.wait_cancelled(0.05):
+            pass
+        seen.append(time.monotonic())
+
+    async def scenario() -> None:
+        worker = rota.Worker(part.app, settings())
+        task = await started(worker)
+        try:
+            part.direct.enqueue("slow")
+            await async_wait_for(lambda: worker.running == 1)
+            asked = time.monotonic()
+            assert len(worker.heartbeater.fence_all("presence session ended")) == 1
+            await async_wait_for(lambda: seen, timeout=2)
+            assert seen[0] - asked < 0.5
+        finally:
             await stopped(worker, task)
 
     asyncio.run(scenario())

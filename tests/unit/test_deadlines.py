@@ -113,3 +113,18 @@ def test_the_lease_clock_counts_from_the_statement_sent() -> None:
     assert clock.late(100.0) and not clock.late(100.1)
     clock.forget(1)
     assert clock.expired() == [] and clock.next_deadline() == pytest.approx(103.7)
+
+
+def test_presence_sessions_get_server_keepalives_as_libpq_options() -> None:
+    options = rota.WorkerSettings(lease=30).server_detection.conninfo_options()
+    assert options == (
+        "-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3"
+    )
+
+
+def test_expired_leases_are_fenced_at_once() -> None:
+    clock = LeaseClock(fence_after=27.0, clock=lambda: 5.0)
+    clock.confirmed([1, 2], sent_at=5.0)
+    assert clock.expired() == []
+    clock.expire([2])
+    assert clock.expired() == [2]

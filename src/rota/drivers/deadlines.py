@@ -118,6 +118,10 @@ class ServerDetection:
             "tcp_keepalives_count": str(self.count),
         }
 
+    def conninfo_options(self) -> str:
+        """The same as a libpq `options` value: `-c tcp_keepalives_idle=... ...`."""
+        return " ".join(f"-c {key}={value}" for key, value in self.options().items())
+
 
 def server_detection(lease: float, fence_after: float) -> ServerDetection:
     """Server keepalives that notice a silent worker about one lease after the cut, and

@@ -161,6 +161,12 @@ class Heartbeater:
             )
             self.untrack(job_id)
 
+    def fence_all(self, why: str) -> list[int]:
+        """Stop every running job now, whatever its lease clock says: for when the
+        database may hand them to another worker at once (its presence session ended)."""
+        self.leases.expire(list(self._held))
+        return self.fence(why)
+
     def fence(self, why: str) -> list[int]:
         """Stop every running job whose lease this worker could not confirm in time: it
         may run out in the database before the next answer, and another worker may then

@@ -6,6 +6,7 @@ the database cannot be reached to say so. Durations only: no wall clocks compare
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable
 
@@ -22,6 +23,11 @@ class LeaseClock:
         for job_id in job_ids:
             if self._confirmed.get(job_id, -1.0) < sent_at:
                 self._confirmed[job_id] = sent_at
+
+    def expire(self, job_ids: Iterable[int]) -> None:
+        """Treat these leases as gone now (the database may hand the jobs on at once)."""
+        for job_id in job_ids:
+            self._confirmed[job_id] = -math.inf
 
     def forget(self, job_id: int) -> None:
         self._confirmed.pop(job_id, None)
