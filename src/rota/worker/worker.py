@@ -139,14 +139,16 @@ class Worker:
 
             self.metrics_server = worker_metrics_server(self)
 
-    async def db(self, func: Callable[..., Any], *args: Any) -> Any:
+    async def db(self, func: Callable[..., Any], *args: Any, timeout: float | None = None) -> Any:
         """Run a blocking driver call on the worker's database threads (timed from the
-        request: a call waiting for a free thread behind hung ones counts as waiting)."""
+        request: a call waiting for a free thread behind hung ones counts as waiting),
+        cut after `timeout` seconds (default: db_call_timeout) without an answer."""
         loop = asyncio.get_running_loop()
         key = self.calls.begin(getattr(func, "__name__", "call"))
         ok = False
+        seconds = self._call_timeout if timeout is None else timeout
         try:
-            call = functools.partial(run_with_deadline, self._call_timeout, func, *args)
+            call = functools.partial(run_with_deadline, seconds, func, *args)
             result = await loop.run_in_executor(self._db_pool, call)
             ok = True
             return result
@@ -253,7 +255,8 @@ class Worker:
         if self._stop.is_set():
             return
         # What the code declares (schedules, subscriptions) is stored before any job runs.
-        await self.db(self.app.prepare)
+        # Several statements per plugged feature: a whole lease, not one call's deadline.
+        await self.db(self.app.prepare, timeout=self.settings.lease)
         stop_parts = asyncio.Event()
         background: list[asyncio.Task[Any]] = []
         completer_task = asyncio.create_task(self.completer.run(), name="rota-completer")
