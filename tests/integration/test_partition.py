@@ -463,16 +463,14 @@ def test_6_a_silent_listen_connection_is_noticed_counted_and_replaced(
 ) -> None:
     """The LISTEN connection NOTIFYs itself; when that stops coming back it warns once,
     counts it and reconnects, and after the heal wake-ups flow again."""
-    from rota.drivers.postgres.driver import ListenNotifier
-
-    conninfo = _driver_conninfo(part)
     woken: list[str | None] = []
 
     async def scenario() -> None:
-        notifier = ListenNotifier(conninfo, probe_every=0.3, probe_timeout=0.5)
+        notifier: Any = part.app.driver.notifier()
+        notifier.probe_every, notifier.probe_timeout = 0.3, 0.5
         task = asyncio.create_task(notifier.run(woken.append, lambda _: None))
         try:
-            await async_wait_for(lambda: notifier.state == "listening")
+            await async_wait_for(lambda: getattr(notifier, "proved_at", None) is not None)
             with caplog.at_level(logging.WARNING, logger="rota.postgres"):
                 part.proxy.blackhole()
                 await async_wait_for(lambda: notifier.silences == 1, timeout=5)
@@ -499,13 +497,13 @@ def test_6_notifications_that_never_arrive_mean_polling_and_it_says_so(
 ) -> None:
     """A connection that answers queries but never receives its own NOTIFY (what a
     transaction-mode pooler does to LISTEN) is reported once: the worker polls."""
-    from rota.drivers.postgres.driver import ListenNotifier
-
     part.proxy.drop_notifications = True
-    conninfo = _driver_conninfo(part) + " sslmode=disable gssencmode=disable"
+    # The proxy reads the protocol to drop notifications: no TLS or GSS encryption.
+    plain = rota.App(part.proxy.url(part.url) + "&sslmode=disable&gssencmode=disable")
 
     async def scenario() -> None:
-        notifier = ListenNotifier(conninfo, probe_every=0.3, probe_timeout=0.5)
+        notifier: Any = plain.driver.notifier()
+        notifier.probe_every, notifier.probe_timeout = 0.3, 0.5
         with caplog.at_level(logging.WARNING, logger="rota.postgres"):
             task = asyncio.create_task(notifier.run(lambda _: None, lambda _: None))
             try:
@@ -517,12 +515,7 @@ def test_6_notifications_that_never_arrive_mean_polling_and_it_says_so(
         said = [r.getMessage() for r in caplog.records if "falls back to polling" in r.message]
         assert len(said) == 1 and "transaction-mode pooler" in said[0]
 
-    asyncio.run(scenario())
-
-
-def _driver_conninfo(part: Partition) -> str:
-    from rota.drivers.postgres.driver import PostgresDriver
-
-    driver = part.app.driver
-    assert isinstance(driver, PostgresDriver)
-    return driver._pg.conninfo()
+    try:
+        asyncio.run(scenario())
+    finally:
+        plain.close()
