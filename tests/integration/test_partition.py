@@ -18,7 +18,9 @@ import psycopg
 import pytest
 
 import rota
+from rota.telemetry.prometheus import render_text
 from rota.worker.health import LoopMonitor, WorkerHealth
+from rota.worker.metrics import worker_registry
 from tests.conftest import PG_URL
 from tests.helpers import async_wait_for, fast_settings
 from tests.proxy import TcpProxy
@@ -329,7 +331,7 @@ def test_4_a_silent_database_is_logged_shown_and_counted(
         try:
             part.direct.enqueue("idle")
             await async_wait_for(lambda: worker.running == 1)
-            await async_wait_for(lambda: probes.ready().ok)
+            await async_wait_for(lambda: probes.ready().ok and worker.heartbeater.beats >= 1)
             with caplog.at_level(logging.WARNING, logger="rota"):
                 part.proxy.blackhole()
                 cut_at = time.monotonic()
@@ -348,8 +350,15 @@ def test_4_a_silent_database_is_logged_shown_and_counted(
                 # Cut at its deadline, so the next beat is tried (and logged) again.
                 await async_wait_for(lambda: worker.heartbeater.failures >= 1, timeout=5)
                 assert probes.live().ok, "a silent database is not a reason to restart"
+                metrics = render_text(worker_registry(worker))
+                assert "rota_worker_cut_off 1.0" in metrics
+                assert _sample(metrics, "rota_worker_db_calls_hung_total") >= 1
+                assert _sample(metrics, "rota_worker_db_calls_failed_total") >= 1
+                assert _sample(metrics, "rota_worker_heartbeat_age_seconds") > HEARTBEAT
+                assert _sample(metrics, "rota_worker_db_call_seconds_count") >= 1
             part.proxy.forward()
             await async_wait_for(lambda: probes.ready().ok, timeout=5)
+            assert "rota_worker_cut_off 0.0" in render_text(worker_registry(worker))
         finally:
             part.proxy.forward()
             await stopped(worker, task)
@@ -519,3 +528,11 @@ def test_6_notifications_that_never_arrive_mean_polling_and_it_says_so(
         asyncio.run(scenario())
     finally:
         plain.close()
+
+
+def _sample(text: str, name: str) -> float:
+    """The value of the unlabelled sample `name` in a Prometheus text exposition."""
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} is not exposed")
