@@ -86,8 +86,9 @@ class Fetcher:
 
     def resume(self) -> None:
         """The database answers again: claim now, not after the failure backoff."""
-        self.failures = 0
-        self._resumed.set()
+        if self.failures:
+            self.failures = 0
+            self._resumed.set()  # ends the backoff under way (cleared after it)
         self._wake.set()
 
     def release(self) -> None:
