@@ -256,7 +256,9 @@ class Context:
 
         When the block exits cleanly the job is marked completed in the same transaction
         (fenced by the lease token); if this attempt lost its lease, everything rolls
-        back and LeaseLostError is raised. What the task returns afterwards is not
+        back and LeaseLostError is raised. In a worker, the block's connection is cut
+        (and the transaction rolled back) once the job's lease may have run out: a
+        silent network never holds it past the lease. What the task returns afterwards is not
         stored, and an error raised after the block no longer fails the job."""
         if self.completed_in_transaction:
             raise RotaError("ctx.transaction() completes the job: use it once per attempt")
