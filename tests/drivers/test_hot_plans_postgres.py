@@ -218,6 +218,14 @@ def test_every_index_on_rota_jobs_serves_a_named_statement(table: Table, pg_url:
             FROM generate_series(1, 600) AS i
             """
         )
+        # A due backlog on another queue: what KEDA asks of one queue must not read it.
+        conn.execute(
+            """
+            INSERT INTO rota_jobs (task, queue, state, max_attempts, run_at)
+            SELECT 't', 'backlog', 'scheduled', 3, now() - interval '1 minute'
+            FROM generate_series(1, 20000)
+            """
+        )
         conn.execute("ANALYZE rota_jobs")
         indexes = {
             str(name)
