@@ -11,8 +11,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cryptography.fernet import Fernet, InvalidToken, MultiFernet
-
 from rota.errors import ConfigurationError
 from rota.job import SEALED_MARK
 from rota.security.store import SealedArgsStore
@@ -26,6 +24,10 @@ ENVELOPE_VERSION = 1
 
 def generate_key() -> str:
     """A new random key in the form ROTA_ENCRYPTION_KEYS takes."""
+    # cryptography (about 10 MB of memory) loads when a key is first used, not with every
+    # process that imports rota.
+    from cryptography.fernet import Fernet
+
     return Fernet.generate_key().decode()
 
 
@@ -39,6 +41,8 @@ class Keyring:
     """The configured keys: the first seals, every one opens."""
 
     def __init__(self, keys: Sequence[str]) -> None:
+        from cryptography.fernet import Fernet, MultiFernet
+
         cleaned = [k.strip() for k in keys if k.strip()]
         if not cleaned:
             raise ConfigurationError(
@@ -72,6 +76,8 @@ class Keyring:
         token = sealed.get("data")
         if sealed.get(SEALED_MARK) != ENVELOPE_VERSION or not isinstance(token, str):
             raise ConfigurationError("the stored arguments are not a rota sealed object")
+        from cryptography.fernet import InvalidToken
+
         try:
             plain = self._multi.decrypt(token.encode())
         except InvalidToken:
