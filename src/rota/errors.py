@@ -36,7 +36,12 @@ class DatabaseUnavailableError(RotaError):
     """The database could not be reached."""
 
 
-class JobNotFoundError(RotaError):
+class NotFoundError(RotaError):
+    """Base class of the "no such thing" errors (a job, schedule, batch, workflow or
+    saga): `except rota.NotFoundError` catches any of them, e.g. to answer 404."""
+
+
+class JobNotFoundError(NotFoundError):
     """No job has the given id."""
 
 
@@ -57,7 +62,7 @@ class ScheduleError(ConfigurationError):
     """A schedule is invalid: its cron expression, time zone, name or a policy value."""
 
 
-class ScheduleNotFoundError(RotaError):
+class ScheduleNotFoundError(NotFoundError):
     """No schedule has the given name."""
 
 
@@ -66,7 +71,7 @@ class BatchError(RotaError):
     (resuming a finished batch)."""
 
 
-class BatchNotFoundError(RotaError):
+class BatchNotFoundError(NotFoundError):
     """No batch has the given id or name."""
 
 
@@ -75,7 +80,7 @@ class WorkflowError(RotaError):
     arguments), or an action does not fit its state (retrying a step that did not fail)."""
 
 
-class WorkflowNotFoundError(RotaError):
+class WorkflowNotFoundError(NotFoundError):
     """No workflow has the given id or key."""
 
 
@@ -91,7 +96,7 @@ class SagaError(RotaError):
     """A saga cannot do what was asked: it is unknown, finished, or its step is running."""
 
 
-class SagaNotFoundError(SagaError):
+class SagaNotFoundError(SagaError, NotFoundError):
     """No saga has the given business key."""
 
 
