@@ -5,13 +5,15 @@ writes through. `rota.App` is this App with every standard feature plugged in
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, ClassVar, ParamSpec, TypeVar, overload
+from typing import Any, ClassVar, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
+from rota.context import Context
 from rota.drivers import Driver, open_driver
 from rota.drivers.base import CLAIM_QUERIES, JobFilter, JobInsert, QueueReport
 from rota.drivers.url import DatabaseURL
@@ -30,9 +32,9 @@ from rota.maintenance.service import PeriodicService
 from rota.payload import DEFAULT_MAX_PAYLOAD_BYTES, ArgsSealer, check_text
 from rota.retry import Backoff
 from rota.settings import WorkerSettings
-from rota.task import Task, TaskPolicy
+from rota.task import ContextTask, Task, TaskPolicy, takes_context
 from rota.telemetry.metrics import ProcessMetrics
-from rota.telemetry.tracing import traced_insert
+from rota.telemetry.tracing import traced_insert, traced_insert_async
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,17 @@ R = TypeVar("R")
 F = TypeVar("F", bound=Feature)
 
 
+class TaskDecorator(Protocol):
+    """What `@app.task(...)` returns: a function taking the job's Context first becomes a
+    ContextTask (its enqueue arguments leave the context out), any other a Task."""
+
+    @overload
+    def __call__(self, func: Callable[Concatenate[Context, P], R], /) -> ContextTask[P, R]: ...
+
+    @overload
+    def __call__(self, func: Callable[P, R], /) -> Task[P, R]: ...
+
+
 class App:
     """One rota application: a database and the tasks that run against it.
 
@@ -144,6 +157,12 @@ class App:
         if self._driver is not None:
             self._driver.close()
             self._driver = None
+
+    async def aclose(self) -> None:
+        """close() from async code (also closes enqueue_async's connections on their loop)."""
+        if self._driver is not None:
+            driver, self._driver = self._driver, None
+            await driver.aclose()
 
     @functools.cached_property
     def metrics(self) -> ProcessMetrics:
@@ -197,6 +216,9 @@ class App:
     # --- tasks --------------------------------------------------------------------------
 
     @overload
+    def task(self, func: Callable[Concatenate[Context, P], R], /) -> ContextTask[P, R]: ...
+
+    @overload
     def task(self, func: Callable[P, R], /) -> Task[P, R]: ...
 
     @overload
@@ -216,7 +238,7 @@ class App:
         key_states: Iterable[JobState | str] | None = None,
         encrypted: bool = False,
         requires: Iterable[str] = (),
-    ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
+    ) -> TaskDecorator: ...
 
     def task(
         self,
@@ -255,7 +277,9 @@ class App:
             task_name = check_text(name or default_task_name(fn), "task name", TaskDefinitionError)
             if task_name in self.tasks and self.tasks[task_name].func is not fn:
                 raise TaskDefinitionError(f"a task named {task_name!r} is already registered")
-            task: Task[Any, Any] = Task(self, fn, task_name, policy)
+            # The same at run time; the subclass only tells a type checker about ctx.
+            kind = ContextTask if takes_context(fn) else Task
+            task: Task[Any, Any] = kind(self, fn, task_name, policy)
             self.tasks[task_name] = task
             return task
 
@@ -276,7 +300,7 @@ class App:
         """Enqueue by task name (what the CLI and HTTP API use)."""
         if args is not None and not isinstance(args, dict):
             raise ArgumentsError(f"args must be a JSON object (a dict), not {type(args).__name__}")
-        return self.get_task(task_name).enqueue(**options, **(args or {}))
+        return self.get_task(task_name).options(**options).enqueue(**(args or {}))
 
     def _insert(
         self, rows: list[JobInsert], *, conn: Any, tasks: list[Task[Any, Any]]
@@ -287,6 +311,21 @@ class App:
         self.metrics.jobs_enqueued(jobs)
         if self._inline_runner is not None:
             self._inline_runner(jobs, conn)
+        return jobs
+
+    async def _insert_async(
+        self, rows: list[JobInsert], *, conn: Any, tasks: list[Task[Any, Any]]
+    ) -> list[Job]:
+        """`_insert` without blocking the loop: the driver's async insert (PostgreSQL's
+        AsyncConnection, or a thread on SQLite), the same rows and the same SQL."""
+        if self._inline_runner is not None:
+            # Inline mode runs the task in this thread, as the sync path does.
+            return await asyncio.to_thread(self._insert, rows, conn=conn, tasks=tasks)
+        driver = self.driver
+        jobs = await traced_insert_async(
+            rows, lambda traced: driver.job_insert_many_async(traced, conn=conn)
+        )
+        self.metrics.jobs_enqueued(jobs)
         return jobs
 
     # --- your own transactions and the inbox ------------------------------------------------

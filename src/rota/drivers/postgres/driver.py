@@ -13,7 +13,8 @@ from typing import Any, LiteralString, cast
 import psycopg
 
 from rota.drivers import queries
-from rota.drivers.base import WakeFunc
+from rota.drivers.base import JobInsert, WakeFunc
+from rota.drivers.postgres.aio import AsyncInserter
 from rota.drivers.postgres.copy import PostgresCopyStore
 from rota.drivers.postgres.database import PostgresDatabase
 from rota.drivers.sql import SQLDriver
@@ -21,6 +22,7 @@ from rota.drivers.url import DatabaseURL
 from rota.errors import (
     SchemaError,
 )
+from rota.job import Job
 
 _Q = queries.load("postgres")
 _MIGRATIONS = queries.migrations("postgres")
@@ -39,6 +41,23 @@ class PostgresDriver(SQLDriver):
         super().__init__(self._pg)
         self._conninfo = self._pg.conninfo
         self.copy = PostgresCopyStore(self)
+        # enqueue_async's own pool of async connections, opened on first use.
+        self._async = AsyncInserter(url, self._conninfo, pool_size)
+
+    async def job_insert_many_async(
+        self, rows: Sequence[JobInsert], conn: object = None
+    ) -> list[Job]:
+        """job_insert_many on psycopg's AsyncConnection: the caller's (`conn=`, e.g. an
+        SQLAlchemy AsyncSession's) or one of this driver's async pool."""
+        return await self._async.insert(self, rows, conn)
+
+    def close(self) -> None:
+        self._async.close()
+        super().close()
+
+    async def aclose(self) -> None:
+        await self._async.aclose()
+        super().close()
 
     # --- connections (through the dialect seam) ----------------------------------------
 
