@@ -16,6 +16,8 @@ from rota.errors import (
     DatabaseUnavailableError,
     Discard,
     InvalidTransitionError,
+    JobCancelledError,
+    JobFailedError,
     JobNotFoundError,
     LeaseLostError,
     NotFoundError,
@@ -32,6 +34,7 @@ from rota.errors import (
     TaskDefinitionError,
     TaskTimeoutError,
     UnknownTaskError,
+    WaitTimeoutError,
     WorkflowError,
     WorkflowNotFoundError,
 )
@@ -43,7 +46,7 @@ from rota.schedules import Schedule, ScheduleWarning
 from rota.standard import App
 from rota.task import Task
 from rota.worker import Worker, WorkerSettings
-from rota.workflows import Workflow, WorkflowRun
+from rota.workflows import Workflow, WorkflowRun, chain
 
 __version__ = "0.1.0"
 
@@ -64,6 +67,8 @@ __all__ = [
     "FailureRule",
     "InvalidTransitionError",
     "Job",
+    "JobCancelledError",
+    "JobFailedError",
     "JobNotFoundError",
     "JobState",
     "LeaseLostError",
@@ -93,6 +98,7 @@ __all__ = [
     "TaskDefinitionError",
     "TaskTimeoutError",
     "UnknownTaskError",
+    "WaitTimeoutError",
     "Worker",
     "WorkerSettings",
     "Workflow",
@@ -100,4 +106,5 @@ __all__ = [
     "WorkflowNotFoundError",
     "WorkflowRun",
     "__version__",
+    "chain",
 ]

@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
+from rota import waiter
 from rota.context import Context
 from rota.drivers import Driver, open_driver
 from rota.drivers.base import CLAIM_QUERIES, JobFilter, JobInsert, QueueReport
@@ -35,6 +36,7 @@ from rota.settings import WorkerSettings
 from rota.task import ContextTask, Task, TaskPolicy, takes_context
 from rota.telemetry.metrics import ProcessMetrics
 from rota.telemetry.tracing import traced_insert, traced_insert_async
+from rota.waiter import Waiters
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,7 @@ class App:
         # Set by a feature that seals arguments at rest (the encryption feature).
         self.sealer: ArgsSealer | None = None
         self._features: dict[type[Feature], Feature] = {}
+        self._waiters: Waiters | None = None
         for feature in features:
             self.plug(feature)
 
@@ -154,12 +157,18 @@ class App:
         return self._driver
 
     def close(self) -> None:
+        if self._waiters is not None:
+            self._waiters.close()
+            self._waiters = None
         if self._driver is not None:
             self._driver.close()
             self._driver = None
 
     async def aclose(self) -> None:
         """close() from async code (also closes enqueue_async's connections on their loop)."""
+        if self._waiters is not None:
+            waiters, self._waiters = self._waiters, None
+            await asyncio.to_thread(waiters.close)
         if self._driver is not None:
             driver, self._driver = self._driver, None
             await driver.aclose()
@@ -378,6 +387,27 @@ class App:
             JobFilter(states=states, queue=queue, task=task, limit=limit, before_id=before_id)
         )
 
+    def wait(self, job: Job | int, *, timeout: float | None = None) -> Any:
+        """Block until the job finishes and return its result; raise JobFailedError
+        (dead-lettered), JobCancelledError, or WaitTimeoutError after `timeout` seconds
+        (the job goes on). Wakes on LISTEN/NOTIFY (PostgreSQL) or the change watcher
+        (SQLite), and only jobs someone waits for send a notification:
+
+            job = send_invoice.enqueue(order_id=42)
+            pdf_url = app.wait(job, timeout=30)
+        """
+        return waiter.wait(self._waiter_hub(), self.driver, _job_id(job), _timeout(timeout))
+
+    async def wait_async(self, job: Job | int, *, timeout: float | None = None) -> Any:
+        """`wait` without blocking the event loop."""
+        hub = self._waiter_hub()
+        return await waiter.wait_async(hub, self.driver, _job_id(job), _timeout(timeout))
+
+    def _waiter_hub(self) -> Waiters:
+        if self._waiters is None:
+            self._waiters = Waiters(self.driver)
+        return self._waiters
+
     def cancel_job(self, job_id: int) -> Job:
         """Cancel a waiting job; ask a running one to stop (it sees `ctx.cancelled`)."""
         return self.driver.job_cancel(job_id)
@@ -431,6 +461,22 @@ class App:
                 f"the database schema is at version {current}, newer than this rota knows "
                 f"({latest}): upgrade rota on this worker"
             )
+
+
+def _job_id(job: Job | int) -> int:
+    if isinstance(job, Job):
+        return job.id
+    if isinstance(job, int) and not isinstance(job, bool):
+        return job
+    raise ArgumentsError(f"wait() takes a Job or a job id, not {type(job).__name__}")
+
+
+def _timeout(timeout: float | None) -> float | None:
+    if timeout is not None and (
+        not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout < 0
+    ):
+        raise ArgumentsError(f"timeout= must be a number of seconds >= 0 or None, not {timeout!r}")
+    return timeout
 
 
 def _state(value: JobState | str) -> JobState:

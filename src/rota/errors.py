@@ -45,6 +45,28 @@ class JobNotFoundError(NotFoundError):
     """No job has the given id."""
 
 
+class JobFailedError(RotaError):
+    """`app.wait` found the job dead-lettered (discarded: attempts exhausted, a permanent
+    error, Discard, expired). `job` is the finished job; `error_type` and `error` are
+    its last attempt's (the original exception cannot cross the database)."""
+
+    def __init__(
+        self, message: str, *, job: object, error_type: str | None = None, error: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.job = job
+        self.error_type = error_type
+        self.error = error
+
+
+class JobCancelledError(JobFailedError):
+    """`app.wait` found the job cancelled (by an operator, a batch or a workflow)."""
+
+
+class WaitTimeoutError(RotaError, TimeoutError):
+    """`app.wait(..., timeout=)` ran out before the job finished (it keeps running)."""
+
+
 class InvalidTransitionError(RotaError):
     """A job cannot move from its current state to the requested one."""
 

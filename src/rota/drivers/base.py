@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -258,6 +259,21 @@ class Notifier(Protocol):
     async def run(self, wake: WakeFunc, control: Callable[[str], None]) -> None: ...
 
 
+class DoneWatcher(Protocol):
+    """Tells `app.wait` that awaited jobs may have finished (LISTEN on PostgreSQL, the
+    change watcher on SQLite). Blocking: the target of one thread."""
+
+    def watch(
+        self,
+        stop: threading.Event,
+        changed: Callable[[int | None], None],
+        ready: Callable[[], None],
+    ) -> None:
+        """Call `ready()` once listening, then `changed(job_id)` (None: any job may have
+        finished) until `stop` is set."""
+        ...
+
+
 class Driver(Protocol):
     """Storage for one dialect. Methods are sorted noun_verb; all are blocking and
     thread-safe, and the worker calls them from a small thread pool."""
@@ -306,6 +322,10 @@ class Driver(Protocol):
 
     def job_get(self, job_id: int) -> Job | None: ...
 
+    def job_get_many(self, ids: Sequence[int]) -> list[Job]: ...
+
+    def job_await_mark(self, job_id: int) -> Job | None: ...
+
     def job_insert_many(self, rows: Sequence[JobInsert], conn: object = None) -> list[Job]: ...
 
     async def job_insert_many_async(
@@ -335,6 +355,8 @@ class Driver(Protocol):
     def leader_resign(self, name: str, leader: str) -> None: ...
 
     def notifier(self) -> Notifier: ...
+
+    def done_watcher(self) -> DoneWatcher: ...
 
     def queue_backlog(self, queue: str) -> BacklogReport: ...
 

@@ -357,6 +357,17 @@ class SQLDriver:
         rows = self._database.query("job_get", {"id": job_id})
         return job_from_row(rows[0], self._database.codec) if rows else None
 
+    def job_get_many(self, ids: Sequence[int]) -> list[Job]:
+        c = self._database.codec
+        rows = self._database.query("job_get_many", {"ids": c.array(list(ids))})
+        return [job_from_row(row, c) for row in rows]
+
+    def job_await_mark(self, job_id: int) -> Job | None:
+        """Flag a job as awaited and read it (one statement): the flag makes its finish
+        notify a waiter (PostgreSQL; migration 0017)."""
+        rows = self._database.execute("job_await_mark", {"id": job_id})
+        return job_from_row(rows[0], self._database.codec) if rows else None
+
     def job_list(self, where: JobFilter) -> list[Job]:
         c = self._database.codec
         params = {

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, LiteralString, cast
 
@@ -30,6 +31,9 @@ log = logging.getLogger("rota.postgres")
 
 JOBS_CHANNEL = "rota_jobs"
 CONTROL_CHANNEL = "rota_control"
+# Notified with a job's id when a job someone waits for finishes (migration 0017).
+DONE_CHANNEL = "rota_done"
+DONE_SAFETY = 0.5  # seconds: how soon a waiting listener notices it should stop
 
 
 class PostgresDriver(SQLDriver):
@@ -121,6 +125,47 @@ class PostgresDriver(SQLDriver):
 
     def notifier(self) -> ListenNotifier:
         return ListenNotifier(self._conninfo)
+
+    def done_watcher(self) -> DoneListener:
+        return DoneListener(self._conninfo)
+
+
+class DoneListener:
+    """LISTEN rota_done for `app.wait`: the trigger of migration 0017 notifies the id of
+    an awaited job when it finishes. Blocking (a thread's target); reconnects with
+    backoff, and after a reconnect reports "anything may have finished" (None)."""
+
+    def __init__(self, conninfo: str | Callable[[], str]) -> None:
+        self._conninfo = conninfo
+
+    def watch(
+        self,
+        stop: threading.Event,
+        changed: Callable[[int | None], None],
+        ready: Callable[[], None],
+    ) -> None:
+        delay = 0.1
+        first = True
+        while not stop.is_set():
+            try:
+                conninfo = self._conninfo() if callable(self._conninfo) else self._conninfo
+                with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
+                    conn.execute(f"LISTEN {DONE_CHANNEL}")
+                    delay = 0.1
+                    if first:
+                        ready()
+                        first = False
+                    else:
+                        changed(None)  # what finished while we were not listening
+                    while not stop.is_set():
+                        # Wakes at least every SAFETY seconds to notice `stop`.
+                        for note in conn.notifies(timeout=DONE_SAFETY):
+                            changed(int(note.payload) if note.payload.isdigit() else None)
+            except psycopg.Error as exc:
+                wait = random.uniform(delay / 2, delay)
+                log.warning("LISTEN %s lost (%s); retrying in %.1fs", DONE_CHANNEL, exc, wait)
+                stop.wait(wait)
+                delay = min(delay * 2, 5.0)
 
 
 class ListenNotifier:
