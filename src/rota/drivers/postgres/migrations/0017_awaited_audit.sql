@@ -18,3 +18,16 @@ AFTER UPDATE OF state ON rota_jobs
 FOR EACH ROW
 WHEN (NEW.awaited AND NEW.state IN ('completed', 'discarded', 'cancelled'))
 EXECUTE FUNCTION rota_jobs_notify_done();
+
+-- The audit of operator actions in bulk (a queue purge, a filtered cancel; #19): who,
+-- when, why, what was selected and which jobs it took.
+CREATE TABLE IF NOT EXISTS rota_audit (
+    id         bigserial   PRIMARY KEY,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    principal  text        NOT NULL,
+    action     text        NOT NULL,
+    reason     text        NOT NULL,
+    selection  jsonb       NOT NULL,
+    count      integer     NOT NULL DEFAULT 0,
+    job_ids    jsonb       NOT NULL DEFAULT '[]'::jsonb
+);
