@@ -9,10 +9,13 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from click.testing import CliRunner, Result
+from starlette.testclient import TestClient
 
 import rota
 from rota.cli.main import cli
+from rota.web.server import create_app
 from rota.worker.fetcher import claim_now
+from tests.web.conftest import TEST_HOST
 
 Invoke = Callable[..., Result]
 
@@ -115,3 +118,37 @@ def test_cli_purge_and_cancel_many(
     audit = json.loads(run("jobs", "audit", "--json").output)
     assert [(a["action"], a["count"]) for a in audit] == [("cancel", 1), ("purge", 5)]
     assert run("jobs", "audit").output.splitlines()[0].split("\t")[2:4] == ["cancel", "1"]
+
+
+def test_http_purge_cancel_and_audit(app: rota.App, jobs: dict[str, list[rota.Job]]) -> None:
+    tokens = {role: app.tokens.create(f"t-{role}", role) for role in ("viewer", "operator")}
+    headers = {"X-Rota-Request": "1"}
+
+    def as_(role: str) -> dict[str, str]:
+        return {**headers, "Authorization": f"Bearer {tokens[role]}"}
+
+    with TestClient(create_app(app, TEST_HOST)) as client:
+        dry = client.post(
+            "/api/queues/mail/purge", json={"reason": "bad", "dry_run": True}, headers=as_("viewer")
+        )
+        assert dry.status_code == 200, dry.text
+        assert dry.json()["count"] == 5 and dry.json()["audit_id"] is None
+        refused = client.post(
+            "/api/queues/mail/purge", json={"reason": "bad"}, headers=as_("viewer")
+        )
+        assert refused.status_code == 403
+        done = client.post(
+            "/api/queues/mail/purge", json={"reason": "bad"}, headers=as_("operator")
+        )
+        assert done.status_code == 200 and done.json()["count"] == 5
+        cancel = client.post(
+            "/api/jobs/cancel",
+            json={"task": "shop.charge", "reason": "refunds", "limit": 2},
+            headers=as_("operator"),
+        )
+        assert cancel.json()["count"] == 2 and cancel.json()["matched"] == 3
+        unbounded = client.post("/api/jobs/cancel", json={"reason": "x"}, headers=as_("operator"))
+        assert unbounded.status_code == 422 and "all=True" in unbounded.text
+        audit = client.get("/api/audit", headers=as_("viewer")).json()
+        assert [(a["action"], a["count"]) for a in audit] == [("cancel", 2), ("purge", 5)]
+        assert audit[1]["reason"] == "bad" and "t-operator" in audit[1]["principal"]

@@ -28,7 +28,10 @@ class OpsFeature(Feature):
         "rota.cli.holds:install",
         "rota.cli.bulk:install",
     )
-    routes: ClassVar[tuple[str, ...]] = ("rota.web.routes.dead_letters:register",)
+    routes: ClassVar[tuple[str, ...]] = (
+        "rota.web.routes.dead_letters:register",
+        "rota.web.routes.bulk:register",
+    )
 
     @functools.cached_property
     def dlq(self) -> DeadLetters:
