@@ -56,13 +56,7 @@ def purge(
     token: str | None,
     as_json: bool,
 ) -> None:
-    """Cancel every waiting job of queue NAME (running jobs finish).
-
-    \b
-    Example:
-      rota queues purge mail --reason "bad template" --dry-run
-      rota queues purge mail --reason "bad template"
-    """
+    """Cancel every waiting job of queue NAME (running jobs finish)."""
     app = load_app(app_path, database_url)
     try:
         report = run_guarded(
@@ -114,13 +108,7 @@ def cancel_many(
     token: str | None,
     as_json: bool,
 ) -> None:
-    """Cancel the jobs matching every filter given, audited.
-
-    \b
-    Example:
-      rota jobs cancel-many --task shop.send_mail --reason "campaign stopped" --dry-run
-      rota jobs cancel-many --queue mail --state running --reason "outage"
-    """
+    """Cancel the jobs matching every filter given, audited."""
     app = load_app(app_path, database_url)
     try:
         report = run_guarded(
@@ -161,12 +149,7 @@ def cancel_many(
 def audit(
     app_path: str | None, database_url: str | None, action: str | None, limit: int, as_json: bool
 ) -> None:
-    """The audit records of queue purges and bulk cancels, newest first.
-
-    \b
-    Example:
-      rota jobs audit --action purge --json
-    """
+    """The audit records of queue purges and bulk cancels, newest first."""
     app = load_app(app_path, database_url)
     try:
         records = run_guarded(lambda: app.jobs.audit(action=action, limit=limit))
