@@ -286,6 +286,11 @@ class Driver(Protocol):
         """The dialect seam every feature store is written over (rota.drivers.database)."""
         ...
 
+    async def aclose(self) -> None:
+        """close() from async code: what the driver opened on an event loop (the async
+        pool of enqueue_async) is closed on it."""
+        ...
+
     # Feature stores: each a small class in drivers/<dialect>/<feature>.py that borrows
     # the driver's connections, so one feature's SQL plumbing stays out of driver.py.
 
@@ -296,8 +301,6 @@ class Driver(Protocol):
     def copy(self) -> CopyStore: ...
 
     def close(self) -> None: ...
-
-    async def aclose(self) -> None: ...
 
     def inbox_prune(self, age: float, limit: int) -> int: ...
 

@@ -7,23 +7,21 @@ import asyncio
 import contextlib
 import logging
 import random
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, LiteralString, cast
 
 import psycopg
 
 from rota.drivers import queries
-from rota.drivers.base import JobInsert, WakeFunc
-from rota.drivers.postgres.aio import AsyncInserter
+from rota.drivers.base import WakeFunc
 from rota.drivers.postgres.copy import PostgresCopyStore
 from rota.drivers.postgres.database import PostgresDatabase
+from rota.drivers.postgres.jobs import PostgresJobExtras
 from rota.drivers.sql import SQLDriver
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
     SchemaError,
 )
-from rota.job import Job
 
 _Q = queries.load("postgres")
 _MIGRATIONS = queries.migrations("postgres")
@@ -31,37 +29,18 @@ log = logging.getLogger("rota.postgres")
 
 JOBS_CHANNEL = "rota_jobs"
 CONTROL_CHANNEL = "rota_control"
-# Notified with a job's id when a job someone waits for finishes (migration 0017).
-DONE_CHANNEL = "rota_done"
-DONE_SAFETY = 0.5  # seconds: how soon a waiting listener notices it should stop
 
 
-class PostgresDriver(SQLDriver):
+class PostgresDriver(PostgresJobExtras, SQLDriver):
     dialect = "postgres"
     latest_schema_version = len(_MIGRATIONS)
 
     def __init__(self, url: DatabaseURL, *, pool_size: int = 4) -> None:
+        self._async_pool_size = pool_size  # enqueue_async's own pool (PostgresJobExtras)
         self._pg = PostgresDatabase(url, pool_size=pool_size)
         super().__init__(self._pg)
         self._conninfo = self._pg.conninfo
         self.copy = PostgresCopyStore(self)
-        # enqueue_async's own pool of async connections, opened on first use.
-        self._async = AsyncInserter(url, self._conninfo, pool_size)
-
-    async def job_insert_many_async(
-        self, rows: Sequence[JobInsert], conn: object = None
-    ) -> list[Job]:
-        """job_insert_many on psycopg's AsyncConnection: the caller's (`conn=`, e.g. an
-        SQLAlchemy AsyncSession's) or one of this driver's async pool."""
-        return await self._async.insert(self, rows, conn)
-
-    def close(self) -> None:
-        self._async.close()
-        super().close()
-
-    async def aclose(self) -> None:
-        await self._async.aclose()
-        super().close()
 
     # --- connections (through the dialect seam) ----------------------------------------
 
@@ -125,47 +104,6 @@ class PostgresDriver(SQLDriver):
 
     def notifier(self) -> ListenNotifier:
         return ListenNotifier(self._conninfo)
-
-    def done_watcher(self) -> DoneListener:
-        return DoneListener(self._conninfo)
-
-
-class DoneListener:
-    """LISTEN rota_done for `app.wait`: the trigger of migration 0017 notifies the id of
-    an awaited job when it finishes. Blocking (a thread's target); reconnects with
-    backoff, and after a reconnect reports "anything may have finished" (None)."""
-
-    def __init__(self, conninfo: str | Callable[[], str]) -> None:
-        self._conninfo = conninfo
-
-    def watch(
-        self,
-        stop: threading.Event,
-        changed: Callable[[int | None], None],
-        ready: Callable[[], None],
-    ) -> None:
-        delay = 0.1
-        first = True
-        while not stop.is_set():
-            try:
-                conninfo = self._conninfo() if callable(self._conninfo) else self._conninfo
-                with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
-                    conn.execute(f"LISTEN {DONE_CHANNEL}")
-                    delay = 0.1
-                    if first:
-                        ready()
-                        first = False
-                    else:
-                        changed(None)  # what finished while we were not listening
-                    while not stop.is_set():
-                        # Wakes at least every SAFETY seconds to notice `stop`.
-                        for note in conn.notifies(timeout=DONE_SAFETY):
-                            changed(int(note.payload) if note.payload.isdigit() else None)
-            except psycopg.Error as exc:
-                wait = random.uniform(delay / 2, delay)
-                log.warning("LISTEN %s lost (%s); retrying in %.1fs", DONE_CHANNEL, exc, wait)
-                stop.wait(wait)
-                delay = min(delay * 2, 5.0)
 
 
 class ListenNotifier:
