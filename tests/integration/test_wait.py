@@ -143,3 +143,32 @@ def test_only_awaited_jobs_notify(app: rota.App, dialect: str) -> None:
         )
         payloads = [n.payload for n in listener.notifies(timeout=1.0)]
     assert payloads == [str(awaited.id)]
+
+
+def test_waiting_does_not_poll_the_row(app: rota.App, dialect: str) -> None:
+    """While nothing changes, a waiter reads nothing: it is woken, not looping. (SQLite's
+    watcher sees the waiter's own flagging commit once.)"""
+
+    @app.task
+    def later() -> None:
+        pass
+
+    job = later.enqueue(delay=3600)
+    driver = app.driver
+    calls = {"job_get_many": 0, "job_await_mark": 0, "job_get": 0}
+    for name in calls:
+        real = getattr(driver, name)
+
+        def counted(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            calls[_name] += 1
+            return _real(*args, **kwargs)
+
+        setattr(driver, name, counted)
+    try:
+        with pytest.raises(rota.WaitTimeoutError):
+            app.wait(job, timeout=1.5)
+    finally:
+        for name in calls:
+            delattr(driver, name)
+    assert calls["job_await_mark"] == 1 and calls["job_get"] == 0
+    assert calls["job_get_many"] <= (1 if dialect == "sqlite" else 0), calls
