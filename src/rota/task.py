@@ -161,6 +161,10 @@ def takes_context(func: Callable[..., Any]) -> bool:
     return named or typed
 
 
+# The name it had before it was public (kept for code written against it).
+_takes_context = takes_context
+
+
 class Task(Generic[P, R]):
     """A function registered with an App. Call it directly to run it in-process;
     `.enqueue(...)` to run it on a worker."""
