@@ -50,7 +50,7 @@ lock:
 	  "psycopg-pool" "inotify_simple" "pyyaml" "starlette" "uvicorn" pytest hypothesis mypy ruff pytest-timeout \
 	  hatchling editables pika jsonschema kubernetes-validate types-PyYAML \
 	  prometheus-client opentelemetry-api opentelemetry-sdk fpdf2 segno \
-	  jinja2 httpx2 schemathesis selenium
+	  jinja2 httpx2 schemathesis selenium "sqlalchemy[asyncio]" aiosqlite django
 	{ echo "# Pinned dependencies for development, tests and the demo."; echo "# Regenerate: make lock"; \
 	  /tmp/rota-lock/bin/pip freeze; } > requirements.lock
 

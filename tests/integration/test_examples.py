@@ -40,6 +40,7 @@ def run(args: list[str], *, cwd: Path = REPO, url: str | None = None, timeout: f
 def test_quickstart(tmp_path: Path) -> None:
     out = run([str(REPO / "examples" / "quickstart.py")], cwd=tmp_path)
     assert "enqueued job 1 (available)" in out
+    assert "job 2 runs in an hour (scheduled)" in out  # typed enqueue with options
     assert "refused: bad arguments for task" in out
     assert "unexpected argument 'emial'" in out
     assert "job 1 is completed: Hello Ada, welcome aboard! (sent to ada@example.com)" in out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -259,6 +260,21 @@ class Notifier(Protocol):
     async def run(self, wake: WakeFunc, control: Callable[[str], None]) -> None: ...
 
 
+class DoneWatcher(Protocol):
+    """Tells `app.wait` that awaited jobs may have finished (LISTEN on PostgreSQL, the
+    change watcher on SQLite). Blocking: the target of one thread."""
+
+    def watch(
+        self,
+        stop: threading.Event,
+        changed: Callable[[int | None], None],
+        ready: Callable[[], None],
+    ) -> None:
+        """Call `ready()` once listening, then `changed(job_id)` (None: any job may have
+        finished) until `stop` is set."""
+        ...
+
+
 class Driver(Protocol):
     """Storage for one dialect. Methods are sorted noun_verb; all are blocking and
     thread-safe, and the worker calls them from a small thread pool."""
@@ -269,6 +285,11 @@ class Driver(Protocol):
     @property
     def database(self) -> Database[Any]:
         """The dialect seam every feature store is written over (rota.drivers.database)."""
+        ...
+
+    async def aclose(self) -> None:
+        """close() from async code: what the driver opened on an event loop (the async
+        pool of enqueue_async) is closed on it."""
         ...
 
     # Feature stores: each a small class in drivers/<dialect>/<feature>.py that borrows
@@ -310,7 +331,15 @@ class Driver(Protocol):
 
     def job_get(self, job_id: int) -> Job | None: ...
 
+    def job_get_many(self, ids: Sequence[int]) -> list[Job]: ...
+
+    def job_await_mark(self, job_id: int) -> Job | None: ...
+
     def job_insert_many(self, rows: Sequence[JobInsert], conn: object = None) -> list[Job]: ...
+
+    async def job_insert_many_async(
+        self, rows: Sequence[JobInsert], conn: object = None
+    ) -> list[Job]: ...
 
     def job_lease_renew(
         self, leases: Sequence[tuple[int, str]], lease_seconds: float
@@ -335,6 +364,8 @@ class Driver(Protocol):
     def leader_resign(self, name: str, leader: str) -> None: ...
 
     def notifier(self) -> Notifier: ...
+
+    def done_watcher(self) -> DoneWatcher: ...
 
     def queue_backlog(self, queue: str) -> BacklogReport: ...
 

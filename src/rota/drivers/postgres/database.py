@@ -16,6 +16,7 @@ import psycopg_pool
 from psycopg.rows import dict_row
 
 from rota.drivers import queries
+from rota.drivers.adapters import plain_connection
 from rota.drivers.database import Params, Row
 from rota.drivers.deadlines import Deadlines
 from rota.drivers.postgres.deadlines import CallWatch, DeadlinePool, conninfo_with
@@ -186,6 +187,7 @@ class PostgresDatabase:
             raise DatabaseUnavailableError(f"PostgreSQL error: {self.url.scrub(str(exc))}") from exc
 
     def connection_of(self, conn: object) -> Connection:
+        conn = plain_connection(conn)  # a SQLAlchemy session, Django's connection
         if not isinstance(conn, psycopg.Connection):
             raise ConfigurationError(
                 f"conn= must be a psycopg.Connection for a PostgreSQL app, "

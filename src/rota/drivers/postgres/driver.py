@@ -19,6 +19,7 @@ from rota.drivers.deadlines import Deadlines, call_deadline
 from rota.drivers.postgres.copy import PostgresCopyStore
 from rota.drivers.postgres.database import PostgresDatabase
 from rota.drivers.postgres.deadlines import cut
+from rota.drivers.postgres.jobs import PostgresJobExtras
 from rota.drivers.sql import SQLDriver
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
@@ -33,11 +34,12 @@ JOBS_CHANNEL = "rota_jobs"
 CONTROL_CHANNEL = "rota_control"
 
 
-class PostgresDriver(SQLDriver):
+class PostgresDriver(PostgresJobExtras, SQLDriver):
     dialect = "postgres"
     latest_schema_version = len(_MIGRATIONS)
 
     def __init__(self, url: DatabaseURL, *, pool_size: int = 4) -> None:
+        self._async_pool_size = pool_size  # enqueue_async's own pool (PostgresJobExtras)
         self._pg = PostgresDatabase(url, pool_size=pool_size)
         super().__init__(self._pg)
         self._conninfo = self._pg.conninfo

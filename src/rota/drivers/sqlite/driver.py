@@ -82,6 +82,10 @@ class SQLiteDriver(SQLDriver):
     def notifier(self) -> DataVersionNotifier:
         return DataVersionNotifier(self._path, self._busy_ms)
 
+    def done_watcher(self) -> DataVersionNotifier:
+        # No NOTIFY on SQLite: every commit to the file may have finished an awaited job.
+        return DataVersionNotifier(self._path, self._busy_ms)
+
 
 def _statements(sql: str) -> list[str]:
     """Split a migration into statements (sqlite3 executes one at a time)."""
