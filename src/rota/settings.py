@@ -89,10 +89,21 @@ class WorkerSettings:
     # Leave (exit status 4) once every slot is held by a sync task hung past its timeout,
     # so that a supervisor starts a fresh process: `--processes` sets it for its children.
     exit_when_hung: bool = False
+    # Queues whose finished jobs get no INFO line each (hot queues); "*": every queue.
+    # Retries and dead letters are logged at WARNING whatever this says.
+    quiet_queues: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not self.queues:
             raise ConfigurationError("a worker needs at least one queue")
+        if isinstance(self.quiet_queues, str):
+            raise ConfigurationError(
+                f"quiet_queues is a set of queue names, e.g. {{{self.quiet_queues!r}}}"
+            )
+        object.__setattr__(self, "quiet_queues", frozenset(self.quiet_queues))
+        for name in self.quiet_queues:
+            if name != "*":
+                check_queue_name(name, ConfigurationError)
         object.__setattr__(
             self,
             "capabilities",
