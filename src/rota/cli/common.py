@@ -11,7 +11,7 @@ from typing import Any, TypeVar, cast
 
 import click
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from rota import app as engine
 from rota.drivers.url import ENV_URL_FILE, DatabaseURL, from_file
@@ -143,7 +143,9 @@ def print_json(value: Any) -> None:
 
 def fail(message: str, code: int = 1) -> None:
     # The message quotes user input: print it as text, not as rich markup.
-    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False)
+    from rota.cli.table import visible
+
+    err_console.print(Text.assemble(("error:", "red"), " ", visible(message)), highlight=False)
     sys.exit(code)
 
 

@@ -254,7 +254,7 @@ def render(
         click.echo(to_yaml(settings), nl=False)
         return
     for path in write_folder(settings, out):
-        err_console.print(f"wrote {path}", highlight=False)
+        err_console.print(f"wrote {path}", highlight=False, markup=False)
 
 
 @k8s.command("metrics-api")

@@ -63,7 +63,7 @@ def migrate(
                 status = {"version": None, "expected": None, "current": False, "error": str(exc)}
             if status["current"] or not wait or time.monotonic() >= deadline:
                 break
-            err_console.print(f"waiting for the schema: {status}", highlight=False)
+            err_console.print(f"waiting for the schema: {status}", highlight=False, markup=False)
             time.sleep(2.0)
     except RotaError as exc:
         fail(str(exc))
