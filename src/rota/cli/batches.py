@@ -29,12 +29,12 @@ def _time(value: datetime | None) -> str:
 
 
 def _condition(status: BatchStatus) -> str:
+    """Plain text (a cell of a listing is never markup)."""
     if status.condition is not None:
-        color = "green" if status.condition == "Complete" else "red"
-        return f"[{color}]{status.condition}[/{color}] {status.reason}"
+        return f"{status.condition} {status.reason}"
     if status.interim is not None:
-        return f"[yellow]{status.interim}[/yellow] {status.reason}"
-    return "[yellow]suspended[/yellow]" if status.suspended else "running"
+        return f"{status.interim} {status.reason}"
+    return "suspended" if status.suspended else "running"
 
 
 def _job_json(job: Job) -> dict[str, Any]:
@@ -151,7 +151,7 @@ def show(
         Column("job", justify="right"),
         "index",
         "state",
-        Column("error", flex=True),
+        Column("error", flex=True, least=24),
         Column("finished (UTC)", drop=1),
     )
     for job in jobs:

@@ -129,7 +129,7 @@ def ls(
         Column("partition", drop=3),
         Column("attempts", drop=1),
         Column("discarded (UTC)", drop=2),
-        Column("last error", flex=True),
+        Column("last error", flex=True, least=24),
     )
     for job in found:
         last = job.history[-1] if job.history else None

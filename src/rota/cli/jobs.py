@@ -77,7 +77,7 @@ def ls(
         "state",
         "attempt",
         Column("run at (UTC)", drop=1),
-        Column("last error", flex=True, drop=2),
+        Column("last error", flex=True, least=24),
     )
     for job in found:
         last = job.history[-1] if job.history else None

@@ -57,7 +57,7 @@ def _print_saga(saga: SagaRecord, wide: bool) -> None:
         Column("step", flex=True),
         "status",
         Column("job", justify="right"),
-        Column("detail", flex=True),
+        Column("detail", flex=True, least=24),
     )
     for entry in saga.history:
         detail = entry.get("error") or (f"next: {entry['next']}" if entry.get("next") else "")
@@ -107,12 +107,12 @@ def ls(
         print_json([saga_json(s) for s in found])
         return
     table = Listing(
-        Column("key", flex=True),
+        "key",  # the name to act on: never cut
         Column("saga", flex=True, drop=2),
         "status",
         Column("step", flex=True, drop=3),
         Column("updated (UTC)", drop=1),
-        Column("error", flex=True),
+        Column("error", flex=True, least=24),
     )
     for saga in found:
         table.add_row(

@@ -68,6 +68,7 @@ class Column:
     header: str
     flex: bool = False  # free text (errors, tasks): shrinks to fit, cut with an ellipsis
     drop: int = 0  # 0: always shown; columns with higher numbers go first on a narrow screen
+    least: int = FLEX_MIN  # a flex column this narrow is useless: drop others first
     justify: Literal["left", "right"] = "left"
 
 
@@ -116,10 +117,14 @@ class Listing:
                 cells = [cut(cell, widths[i]) for cell, i in zip(cells, shown, strict=True)]
             table.add_row(*(Text(cell) for cell in cells))
         console.print(table)
-        hidden = [self.columns[i].header for i in range(len(self.columns)) if i not in shown]
+        hidden = [
+            c.header
+            for i, c in enumerate(self.columns)
+            if i not in shown and any(r[i] for r in self.rows)
+        ]
         if hidden and self.rows:
             console.print(
-                Text(f"(not shown at this width: {', '.join(hidden)}; try --json or a pipe)"),
+                Text(f"(hidden at this width: {', '.join(hidden)}; --wide shows them)"),
                 style="dim",
             )
 
@@ -151,30 +156,35 @@ class Listing:
             if victim in shown:
                 shown.remove(victim)
             widths = self._share(shown, natural, width)
-        if widths is None:  # nothing left to drop: flex columns at their minimum
-            widths = {
-                i: min(natural[i], FLEX_MIN) if self.columns[i].flex else natural[i] for i in shown
-            }
+        if widths is None:  # nothing left to drop: flex columns as narrow as their headers
+            widths = self._share(shown, natural, width, relaxed=True)
+        if widths is None:  # still too wide: the terminal cuts the lines
+            widths = {i: natural[i] for i in shown}
         return shown, widths
 
     def _share(
-        self, shown: Sequence[int], natural: dict[int, int], width: int
+        self, shown: Sequence[int], natural: dict[int, int], width: int, relaxed: bool = False
     ) -> dict[int, int] | None:
         room = width - 3 * (len(shown) - 1)
         widths = {i: natural[i] for i in shown}
         if sum(widths.values()) <= room:
             return widths
         flex = [i for i in shown if self.columns[i].flex]
-        fixed = sum(natural[i] for i in shown if i not in flex)
-        left = room - fixed
-        floor = {i: min(natural[i], max(FLEX_MIN, cell_len(self.columns[i].header))) for i in flex}
+        left = room - sum(natural[i] for i in shown if i not in flex)
+        floor = {}
+        for i in flex:
+            header = cell_len(self.columns[i].header)
+            floor[i] = min(natural[i], header if relaxed else max(self.columns[i].least, header))
         if not flex or left < sum(floor.values()):
             return None
-        # Hand out the room: the narrowest wishes are met first, the rest share what is left.
-        for n, i in enumerate(sorted(flex, key=lambda i: natural[i])):
-            share = max(floor[i], left // (len(flex) - n))
-            widths[i] = min(natural[i], share)
-            left -= widths[i]
+        # Each flex column gets its floor, then the rest is shared: the smallest wishes are
+        # met first and what they leave goes to the others.
+        extra = left - sum(floor.values())
+        wishes = sorted(flex, key=lambda i: natural[i] - floor[i])
+        for n, i in enumerate(wishes):
+            give = min(natural[i] - floor[i], extra // (len(wishes) - n))
+            widths[i] = floor[i] + give
+            extra -= give
         return widths
 
 

@@ -69,7 +69,7 @@ def _print_run(run: WorkflowRun, jobs: bool, wide: bool = False) -> None:
         "jobs done",
         Column("after", flex=True, drop=2),
         Column("finished (UTC)", drop=1),
-        Column("error", flex=True),
+        Column("error", flex=True, least=24),
     )
     for step in run.steps:
         table.add_row(
@@ -89,7 +89,7 @@ def _print_run(run: WorkflowRun, jobs: bool, wide: bool = False) -> None:
         Column("job", justify="right"),
         "state",
         "attempt",
-        Column("error", flex=True),
+        Column("error", flex=True, least=24),
     )
     for step in run.steps:
         for job in step.jobs:

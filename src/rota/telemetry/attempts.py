@@ -80,11 +80,31 @@ def _other_outcome(ended: Ended | None) -> str:
         return str(completion.state)
 
 
+# A message from user code is one log line: its control characters (NUL, newlines) and
+# the characters that reorder text on screen are written as escapes.
+_UNSAFE = {
+    code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    for code in [
+        *range(0x20),
+        0x7F,
+        0x61C,
+        0x200E,
+        0x200F,
+        *range(0x202A, 0x202F),
+        *range(0x2066, 0x206A),
+    ]
+}
+
+
 def _error_text(ended: Ended | None) -> str:
     error = ended.error if ended is not None else None
     if error is None:
         return "no error"
-    text = f"{type(error).__name__}: {error}"
+    try:
+        text = f"{type(error).__name__}: {error}"
+    except Exception:  # a broken __str__ must not lose the line
+        text = type(error).__name__
+    text = text[:500].translate(_UNSAFE)
     return text if len(text) <= 500 else text[:499] + "…"
 
 
