@@ -107,7 +107,13 @@ def generate_key_command() -> None:
 
 @db.command("rotate-key")
 @app_options
-@click.option("--batch", type=click.IntRange(1, 10_000), default=500, show_default=True)
+@click.option(
+    "--batch",
+    type=click.IntRange(1, 10_000),
+    default=500,
+    show_default=True,
+    help="Rows re-encrypted per transaction.",
+)
 @json_option
 def rotate_key(app_path: str | None, database_url: str | None, batch: int, as_json: bool) -> None:
     """Re-encrypt stored arguments under the current key (the first of
@@ -136,7 +142,13 @@ def rotate_key(app_path: str | None, database_url: str | None, batch: int, as_js
 @click.option("--from", "source_url", required=True, help="The SQLite installation: sqlite:///...")
 @click.option("--to", "target_url", required=True, help="The PostgreSQL target: postgresql://...")
 @click.option("--dry-run", is_flag=True, help="Check and count; write nothing.")
-@click.option("--batch", type=click.IntRange(1, 100_000), default=1000, show_default=True)
+@click.option(
+    "--batch",
+    type=click.IntRange(1, 100_000),
+    default=1000,
+    show_default=True,
+    help="Rows copied per statement.",
+)
 @json_option
 def copy_command(
     source_url: str, target_url: str, dry_run: bool, batch: int, as_json: bool

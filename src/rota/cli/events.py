@@ -43,7 +43,9 @@ def events() -> None:
 @app_options
 @click.option("--name", "event_name", help="Only events with this name.")
 @click.option("--after", "after_id", type=int, help="Only events with a larger id.")
-@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(1, 10_000), default=50, show_default=True, help="Most rows."
+)
 @json_option
 def ls(
     app_path: str | None,

@@ -52,12 +52,7 @@ def ls(
     wide: bool,
     as_json: bool,
 ) -> None:
-    """List jobs, newest first.
-
-    \b
-    Example:
-      rota jobs ls --state discarded --queue mail --limit 20
-    Piped (rota jobs ls | cut -f1), the rows are tab-separated values."""
+    """List jobs, newest first. Piped, the rows are tab-separated values."""
     app = load_app(app_path, database_url)
     try:
         found: list[Job] = run_guarded(

@@ -13,6 +13,7 @@ from rota import __version__
 from rota.cli.dashboard import dashboard
 from rota.cli.db import db
 from rota.cli.enqueue import enqueue
+from rota.cli.examples import attach as attach_examples
 from rota.cli.jobs import jobs
 from rota.cli.k8s import k8s
 from rota.cli.metrics import metrics
@@ -56,6 +57,8 @@ for _feature in standard_features():
 
 for _command in (metrics, dashboard):
     cli.add_command(_command)
+
+attach_examples(cli)
 
 
 def main() -> None:

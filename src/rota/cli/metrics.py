@@ -36,7 +36,11 @@ from rota.telemetry.server import MetricsServer, metrics_app, metrics_token
     help="Seconds a reading is reused by further scrapes (protects the database).",
 )
 @click.option(
-    "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Log as text or as one JSON object per line.",
 )
 def metrics(
     app_path: str | None,

@@ -144,7 +144,9 @@ def set_limits(
 @queues.command()
 @app_options
 @click.option("--queue", help="Only this queue.")
-@click.option("--limit", type=click.IntRange(1, 10_000), default=100, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(1, 10_000), default=100, show_default=True, help="Most rows."
+)
 @json_option
 def partitions(
     app_path: str | None, database_url: str | None, queue: str | None, limit: int, as_json: bool
