@@ -12,12 +12,14 @@ import select
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from rich.cells import cell_len
 
 import rota
+from rota.security.encryption import generate_key
 from tests.helpers import fast_settings, run_worker_until
 
 pytestmark = pytest.mark.e2e
@@ -99,10 +101,14 @@ def env_for(world: dict[str, Any], **extra: str) -> dict[str, str]:
     return env
 
 
-def on_terminal(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
-    """Run `argv` with its stdout on a pseudo-terminal; its exit status and output."""
+def on_terminal(
+    argv: list[str], env: dict[str, str], *, both: bool = False, status: int = 0
+) -> tuple[int, str]:
+    """Run `argv` with its stdout (and with `both` its stderr) on a pseudo-terminal; its
+    exit status and output."""
     main, child = pty.openpty()
-    proc = subprocess.Popen(argv, stdout=child, stderr=subprocess.PIPE, env=env)
+    stderr = child if both else subprocess.PIPE
+    proc = subprocess.Popen(argv, stdout=child, stderr=stderr, env=env)
     os.close(child)
     chunks = []
     while True:
@@ -119,10 +125,11 @@ def on_terminal(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
         chunks.append(chunk)
     os.close(main)
     proc.wait(30)
-    assert proc.stderr is not None
-    err = proc.stderr.read().decode()
-    proc.stderr.close()
-    assert proc.returncode == 0, err
+    err = ""
+    if proc.stderr is not None:
+        err = proc.stderr.read().decode()
+        proc.stderr.close()
+    assert proc.returncode == status, err
     out = b"".join(chunks).decode().replace("\r\n", "\n")
     return proc.returncode, re.sub(r"\x1b\[[0-9;]*m", "", out)  # styles are not width
 
@@ -187,3 +194,50 @@ def test_every_listing_fits_80_columns_without_cutting_a_header(world: dict[str,
     _, wide = on_terminal([sys.executable, "-m", "rota", "dlq", "ls", "--wide"], env)
     assert "z" * 40 in wide.replace("\n", "").replace(" ", "")  # --wide: all of it, wrapped
     assert "…" not in wide
+
+
+def test_read_only_commands_refuse_a_missing_sqlite_file(tmp_path: Path) -> None:
+    missing = tmp_path / "typo.db"
+    for args in (
+        ["jobs", "ls", "--database-url", f"sqlite:///{missing}"],
+        ["dlq", "ls", "--database-url", f"sqlite:///{missing}"],
+        ["db", "copy", "--from", f"sqlite:///{missing}", "--to", "postgresql://127.0.0.1/x"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "rota", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2, done.stderr
+        assert f"no such file: {missing}" in done.stderr
+        assert not missing.exists()  # never created
+
+
+def test_db_copy_and_rotate_key_draw_progress_bars_on_a_terminal(
+    world: dict[str, Any], pg_url: str
+) -> None:
+    env = env_for(world, COLUMNS="100", TERM="xterm", NO_COLOR="1")
+    argv = [sys.executable, "-m", "rota", "db", "copy", "--from", world["url"], "--to", pg_url]
+    _, out = on_terminal(argv, env, both=True)
+    assert "rota_jobs" in out and "━" in out  # a bar per table, on stderr
+    assert "rota_jobs" in out.split("copied ")[-1]  # then the summary
+    env["ROTA_ENCRYPTION_KEYS"] = generate_key()
+    argv = [sys.executable, "-m", "rota", "db", "rotate-key", "--database-url", world["url"]]
+    _, out = on_terminal(argv, env, both=True)
+    assert "jobs" in out and "schedules" in out and "resealed 0" in out
+    piped = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
+    assert "━" not in piped.stderr  # no bars into a pipe or a log
+
+
+def test_scale_hint_on_an_empty_queue_suggests_no_target(world: dict[str, Any]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "rota", "scale-hint", "--queue", "idle"],
+        capture_output=True,
+        text=True,
+        env=env_for(world),
+        check=True,
+    )
+    assert "targetQueryValue that asks" not in done.stdout
+    assert "no targetQueryValue to suggest" in done.stdout

@@ -26,9 +26,28 @@ console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
 
-def load_app(app_path: str | None, database_url: str | None) -> App:
+def load_app(app_path: str | None, database_url: str | None, *, creates: bool = False) -> App:
     """`--app pkg.module:attr` imports the user's app; `--database-url` alone gives an
-    app without tasks (enough to inspect and act on jobs)."""
+    app without tasks (enough to inspect and act on jobs). Only a command that `creates`
+    the database or waits for it (migrate, worker, the servers) may be given a SQLite file
+    that does not exist: for the others a typo in the path would make a new, empty one."""
+    app = _load_app(app_path, database_url)
+    if not creates:
+        require_sqlite_file(app.url)
+    return app
+
+
+def require_sqlite_file(url: DatabaseURL, option: str = "--database-url") -> None:
+    """Refuse a SQLite path that does not exist, instead of creating an empty file."""
+    if url.dialect == "sqlite" and url.path and not os.path.exists(url.path):
+        where = f"{option} or $ROTA_DATABASE_URL" if option == "--database-url" else option
+        raise click.UsageError(
+            f"no such file: {url.path} (check the path in {where}; "
+            "`rota migrate` creates a new database)"
+        )
+
+
+def _load_app(app_path: str | None, database_url: str | None) -> App:
     app_path = app_path or os.environ.get("ROTA_APP")
     url: str | DatabaseURL | None = database_url
     if database_url:

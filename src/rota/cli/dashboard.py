@@ -142,7 +142,7 @@ def dashboard(
         )
     except ConfigurationError as exc:
         fail(str(exc), code=2)
-    app = load_app(app_path, database_url)
+    app = load_app(app_path, database_url, creates=True)
     # Refuse to serve a database that is unreachable or not migrated: one line, exit 1.
     run_guarded(app.check_schema)
     web = create_app(app, settings)

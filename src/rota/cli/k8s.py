@@ -338,7 +338,7 @@ def metrics_api(
     )
 
     configure(log_level, "json")
-    app = load_app(app_path, database_url)
+    app = load_app(app_path, database_url, creates=True)
     monitor = LoopMonitor()
 
     def live() -> Probe:

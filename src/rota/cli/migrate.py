@@ -32,7 +32,7 @@ def migrate(
     as_json: bool,
 ) -> None:
     """Apply pending migrations (idempotent, safe to run concurrently)."""
-    app = load_app(app_path, database_url)
+    app = load_app(app_path, database_url, creates=True)
     if wait and not check:
         raise click.UsageError("--wait goes with --check (an init container waits for the schema)")
     try:

@@ -34,7 +34,11 @@ def _text(hint: ScaleHint, settings: ScaleHintSettings, window: float) -> str:
         f"replica(s) ({'active' if hint.active else 'inactive'}, {bounds})"
     )
     if hint.suggested_target is None:
-        lines.append(f"  desired: {hint.desired} replica(s) (from KEDA's rule: no run time yet)")
+        why = "the queue is empty" if hint.value == 0 else "no run time yet"
+        lines.append(
+            f"  desired: {hint.desired} replica(s) (from KEDA's rule: {why}; "
+            "no targetQueryValue to suggest)"
+        )
     else:
         drain = "" if hint.drain_s is None else f"; the present work takes ~{hint.drain_s:.0f}s"
         lines.append(

@@ -289,7 +289,7 @@ def worker(
         for quiet in quiet_queues:
             argv += ["--quiet-queue", quiet]
         sys.exit(supervise(argv, processes))
-    app = load_app(app_path, database_url)
+    app = load_app(app_path, database_url, creates=True)
     if worker_id:
         settings_kwargs["worker_id"] = worker_id
     settings = WorkerSettings(**settings_kwargs)  # type: ignore[arg-type]
