@@ -39,7 +39,7 @@ def shop() -> Iterator[dict[str, Any]]:
         pytest.skip(why)
     app, dead = demo(Path(tempfile.mkdtemp()) / "shop.db")
     app.tokens.create("alice", "admin")
-    # A workflow step that failed and can be retried: the button at the right edge.
+    wide_workflow(app)
     try:
         with (
             browser.serve(create_app(app, poll_seconds=0.5)) as url,
@@ -52,6 +52,31 @@ def shop() -> Iterator[dict[str, Any]]:
         app.close()
 
 
+def wide_workflow(app: rota.App) -> None:
+    """A workflow whose failed step has long names, many jobs and a long error: the row
+    that pushed "Retry step" past the right edge at 1366 px."""
+
+    @app.task(name="warehouse.reconcile_inventory_snapshot")
+    def snapshot(day: str) -> list[str]:
+        return [f"warehouse-{n}" for n in range(8)]
+
+    @app.task(name="warehouse.reconcile_inventory_for_one_warehouse", max_attempts=1)
+    def reconcile(warehouse: str, day: str) -> None:
+        if warehouse == "warehouse-3":
+            raise TimeoutError(
+                f"the inventory service of {warehouse} did not answer within 30 s "
+                "(GET /v2/inventory?since=2026-11-28T00:00:00Z&page_size=5000)"
+            )
+
+    flow = rota.Workflow("warehouse-inventory-reconciliation")
+    first = flow.step(snapshot, name="take-inventory-snapshot-of-every-warehouse")
+    flow.step(reconcile, after=first, each="warehouse", name="reconcile-each-warehouse-inventory")
+    app.workflows.start(flow, args={"day": "2026-11-28"}, key="inventory-2026-11-28")
+    for _ in range(4):
+        drain(app, ["default"])
+        app.workflows.advance()
+
+
 def open_page(shop: dict[str, Any], path: str) -> Any:
     d = shop["driver"]
     d.get(shop["url"] + path)
@@ -59,11 +84,14 @@ def open_page(shop: dict[str, Any], path: str) -> Any:
     return d
 
 
-@pytest.mark.parametrize("name", sorted(PAGES))
+ALL_PAGES = {**PAGES, "wide-workflow": "/workflows/inventory-2026-11-28"}
+
+
+@pytest.mark.parametrize("name", sorted(ALL_PAGES))
 def test_every_action_button_lies_inside_the_viewport_at_1366(
     shop: dict[str, Any], name: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    d = open_page(shop, PAGES[name].format(dead=shop["dead"]))
+    d = open_page(shop, ALL_PAGES[name].format(dead=shop["dead"]))
     width = d.execute_script("return window.innerWidth")
     assert width == WIDTH
     shots = Path(os.environ.get("ROTA_SCREENSHOTS") or tmp_path_factory.mktemp("shots"))
@@ -79,7 +107,7 @@ def test_every_action_button_lies_inside_the_viewport_at_1366(
 def test_workflow_retry_step_is_visible(shop: dict[str, Any]) -> None:
     from selenium.webdriver.common.by import By
 
-    d = open_page(shop, PAGES["workflow"])
+    d = open_page(shop, ALL_PAGES["wide-workflow"])
     (button,) = d.find_elements(By.CSS_SELECTOR, "button[data-retry-step]")
     assert button.text == "Retry step" and button.is_displayed()
     right = d.execute_script("return arguments[0].getBoundingClientRect().right", button)
@@ -192,3 +220,27 @@ def test_a_viewer_sees_the_dead_letter_count_the_queue_table_shows(shop: dict[st
     wait(d, lambda d: d.find_element(By.ID, "c-dead").text == f"{discarded:,}")
     assert discarded > 0
     d.get(f"{shop['url']}/login/link?code={app.tokens.create_login_link('alice')}")
+
+
+def test_a_batch_waiting_out_its_backoff_says_when_it_runs_next(shop: dict[str, Any]) -> None:
+    from selenium.webdriver.common.by import By
+
+    app: rota.App = shop["app"]
+
+    @app.task(name="images.flaky", queue="images", max_attempts=1)
+    def flaky(ctx: rota.Context) -> None:
+        raise OSError("bucket unreachable")
+
+    status = app.batch(flaky, completions=3, parallelism=1, name="flaky", backoff_delay=600)
+    for _ in range(3):
+        app.batches.advance()
+        drain(app, ["images"])
+    app.batches.advance()
+    current = app.batches.get(status.id)
+    assert current.failed == 1 and current.backoff_until is not None
+    assert current.to_json()["backoff_until"] == current.backoff_until.isoformat()
+    d = open_page(shop, "/batches/flaky")
+    text = wait(d, lambda d: d.find_element(By.ID, "backoff").text)
+    assert text.startswith("backing off after 1 failed attempt: next run in ")
+    d = open_page(shop, "/batches")
+    assert "next run in " in d.find_element(By.TAG_NAME, "main").text

@@ -709,9 +709,14 @@ pages.workflow = async () => {
   $("wf-error").textContent = w.error || "";
   drawDag($("graph"), w.steps);
   fill($("steps"), w.steps.map((st) => el("tr", { "data-step": st.name },
-    el("td", {}, el("b", {}, st.name)), el("td", { class: "trunc" }, st.task), el("td", {}, badge(st.state)),
-    el("td", {}, (st.after || []).join(", ") || "—"),
-    el("td", {}, (st.jobs || []).slice(0, 6).map((j) => j.job_id ? el("span", { style: "margin-right:6px" }, jobLink(j.job_id)) : ""), (st.jobs || []).length > 6 ? `+${st.jobs.length - 6}` : ""),
+    // The step's task under its name: one column less, so the row fits a laptop screen.
+    el("td", { title: `${st.name} (${st.task})` }, el("div", { class: "clip", style: "max-width:220px" }, el("b", {}, st.name)),
+      el("div", { class: "clip muted", style: "max-width:220px;font-size:12.5px" }, st.task)),
+    el("td", {}, badge(st.state)),
+    el("td", { class: "trunc", style: "max-width:160px" }, (st.after || []).join(", ") || "—"),
+    // The first jobs, then how many more: spaces between them let the cell wrap.
+    el("td", { class: "jobs" }, (st.jobs || []).filter((j) => j.job_id).slice(0, 4).flatMap((j) => [jobLink(j.job_id), " "]),
+      (st.jobs || []).length > 4 ? el("span", { class: "muted" }, `+${st.jobs.length - 4}`) : ""),
     el("td", { class: "trunc mono grow", style: st.error ? "color:var(--bad)" : "" }, st.error || (st.result === null || st.result === undefined ? "" : JSON.stringify(st.result))),
     el("td", { class: "nowrap" }, when(st.finished_at)),
     el("td", { class: "num" }, can("operate") && st.state === "failed" ? el("button", { type: "button",
