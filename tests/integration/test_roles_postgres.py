@@ -334,7 +334,8 @@ def test_kubernetes_keda_login_joins_the_metrics_role_rota_db_roles_made(roles: 
     from pathlib import Path
 
     page = (Path(__file__).parents[2] / "docs" / "kubernetes.md").read_text()
-    (block,) = [b for b in re.findall(r"^```sql\n(.*?)^```", page, re.S | re.M) if "keda_reader" in b]
+    blocks = re.findall(r"^```sql\n(.*?)^```", page, re.S | re.M)
+    (block,) = [b for b in blocks if "keda_reader" in b]
     statements = [s.strip() for s in block.split(";") if s.strip()]
     assert statements[0].endswith("CREATE ROLE rota_metrics NOLOGIN")  # as rota db roles
     last = statements[-1]
