@@ -124,7 +124,7 @@ class Listing:
         ]
         if hidden and self.rows:
             console.print(
-                Text(f"(hidden at this width: {', '.join(hidden)}; --wide shows them)"),
+                Text(f"(hidden at this width: {', '.join(hidden)}; --json or a pipe shows all)"),
                 style="dim",
             )
 
