@@ -29,6 +29,12 @@ return [...document.querySelectorAll('button, .btn')].filter((b) => b.offsetPare
     return { text: b.textContent.trim(), left: r.left, right: r.right }; });
 """
 
+PANELS = """
+return [...document.querySelectorAll('.panel')]
+  .filter((p) => p.offsetParent !== null && p.scrollWidth > p.clientWidth + 1)
+  .map((p) => { const h = p.querySelector('h2'); return h ? h.textContent : p.id || 'a panel'; });
+"""
+
 
 @pytest.fixture(scope="module")
 def shop() -> Iterator[dict[str, Any]]:
@@ -102,6 +108,9 @@ def test_every_action_button_lies_inside_the_viewport_at_1366(
     assert not outside, f"{name}: buttons outside the {width} px viewport: {outside}"
     overflow = d.execute_script("return document.documentElement.scrollWidth")
     assert overflow <= width, f"{name}: the page scrolls sideways ({overflow} px)"
+    # A panel clips what overflows it: nothing may (a cut time, a hidden button).
+    clipped = d.execute_script(PANELS)
+    assert not clipped, f"{name}: content wider than its panel in {clipped}"
 
 
 def test_workflow_retry_step_is_visible(shop: dict[str, Any]) -> None:

@@ -20,7 +20,7 @@ function el(tag, attrs, ...children) {
   if (tag === "td" && attrs && /\btrunc\b/.test(attrs.class || "")) {
     // A table cell ignores max-width: clip the text in a block inside it instead.
     const { class: cls, style, ...rest } = attrs;
-    return el("td", { ...rest, class: cls.replace(/\btrunc\b/, "").trim() || null, title: typeof children[0] === "string" ? children[0] : null },
+    return el("td", { ...rest, class: cls.replace(/\btrunc\b/, "").trim() || null, title: rest.title || (typeof children[0] === "string" ? children[0] : null) },
       el("div", { class: "clip " + (cls.includes("mono") ? "mono" : ""), style }, ...children));
   }
   const node = document.createElement(tag);
@@ -204,7 +204,8 @@ pages.overview = async () => {
   if (unchanged("overview", [queues, series, failures, workers])) return;
   fill($("failures"), failures.length ? failures.map((j) => el("tr", { "data-job": j.id },
     el("td", { class: "num" }, jobLink(j.id)), el("td", {}, badge(j.state)),
-    el("td", { class: "trunc" }, el("div", {}, j.task), el("div", { class: "trunc", style: "color:var(--bad);font-size:12.5px;max-width:360px" }, lastError(j))),
+    el("td", { class: "trunc grow", title: `${j.task}\n${lastError(j)}` }, el("div", { class: "clip", style: "max-width:none" }, j.task),
+      el("div", { class: "clip", style: "max-width:none;color:var(--bad);font-size:12.5px" }, lastError(j))),
     el("td", { class: "nowrap muted" }, ago(j.finished_at || j.attempted_at))))
     : [emptyRow(4, "No failing jobs.")]);
   const leaders = new Map(workers.leaders.filter((l) => l.live).map((l) => [l.leader, l.name]));
