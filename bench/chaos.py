@@ -421,6 +421,12 @@ def print_result(figures: Figures, result: harness.Audit) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if "--fault" in args or any(a.startswith("--fault=") for a in args):
+        # A partition instead of kills and a restart (bench/chaos_partition.py, #21).
+        from bench import chaos_partition
+
+        return chaos_partition.main(args)
     # The pool logs each connection the restart broke; the run's own report says enough.
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
     parser = argparse.ArgumentParser(prog="python -m bench.chaos", description=__doc__)

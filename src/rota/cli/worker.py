@@ -111,6 +111,35 @@ from rota.worker.supervisor import EXIT_SCHEMA, REQUESTS, supervise
     show_default=True,
     help="Seconds a dead leader keeps its role before another worker takes over.",
 )
+@click.option(
+    "--lease-margin",
+    type=click.FloatRange(min=0.01),
+    help="Seconds before a lease can run out that the worker stops its job when renewals "
+    "fail (default: lease / 10).",
+)
+@click.option(
+    "--db-call-timeout",
+    type=click.FloatRange(min=0.01),
+    help="Seconds a database call may wait for an answer before its connection is cut "
+    "(default: lease / 3).",
+)
+@click.option(
+    "--db-statement-timeout",
+    type=click.FloatRange(min=0),
+    help="PostgreSQL statement_timeout of rota's statements; 0: none "
+    "(default: lease / 3, at least 5).",
+)
+@click.option(
+    "--db-connect-timeout",
+    type=click.FloatRange(min=0.01),
+    help="Seconds to open a connection (default: lease / 3, at least 2).",
+)
+@click.option(
+    "--db-detect-timeout",
+    type=click.FloatRange(min=0.01),
+    help="Seconds of silence after which a peer is dead: TCP keepalives and "
+    "tcp_user_timeout (default: lease / 3).",
+)
 @click.option("--no-maintenance", is_flag=True, help="Never lead the maintenance services.")
 @click.option(
     "--health-port",
@@ -185,6 +214,11 @@ def worker(
     retention: tuple[str, ...] = (),
     capabilities: tuple[str, ...] = (),
     exit_when_hung: bool = False,
+    lease_margin: float | None = None,
+    db_call_timeout: float | None = None,
+    db_statement_timeout: float | None = None,
+    db_connect_timeout: float | None = None,
+    db_detect_timeout: float | None = None,
     quiet_queues: tuple[str, ...] = (),
 ) -> None:
     """Run jobs from the given queues until SIGTERM (drain) or a second SIGTERM (stop now)."""
@@ -220,6 +254,11 @@ def worker(
             metrics_host=metrics_host,
             capabilities=frozenset(capabilities),
             exit_when_hung=exit_when_hung,
+            lease_margin=lease_margin,
+            db_call_timeout=db_call_timeout,
+            db_statement_timeout=db_statement_timeout,
+            db_connect_timeout=db_connect_timeout,
+            db_detect_timeout=db_detect_timeout,
             quiet_queues=frozenset(quiet_queues),
         )
         settings_kwargs.update(parse_retention(retention))
@@ -280,6 +319,15 @@ def worker(
             os.environ["ROTA_DATABASE_URL_FILE"] = url_file
         if heartbeat is not None:
             argv += ["--heartbeat", str(heartbeat)]
+        for flag, value in (
+            ("--lease-margin", lease_margin),
+            ("--db-call-timeout", db_call_timeout),
+            ("--db-statement-timeout", db_statement_timeout),
+            ("--db-connect-timeout", db_connect_timeout),
+            ("--db-detect-timeout", db_detect_timeout),
+        ):
+            if value is not None:
+                argv += [flag, str(value)]
         if no_maintenance:
             argv.append("--no-maintenance")
         for kept in retention:

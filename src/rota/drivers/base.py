@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol
 
 from rota.drivers.catalog import CatalogStore
 from rota.drivers.database import Database
+from rota.drivers.deadlines import Deadlines
 from rota.job import Job, JobState
 
 # Called by a notifier when jobs may be waiting: with a queue name, or None for "any queue".
@@ -280,6 +281,11 @@ class Driver(Protocol):
     def copy(self) -> CopyStore: ...
 
     def close(self) -> None: ...
+
+    def deadlines_set(self, deadlines: Deadlines) -> None:
+        """Use these deadlines for connections and calls from now on (rota.drivers.deadlines;
+        a dialect without network connections ignores them)."""
+        ...
 
     def inbox_prune(self, age: float, limit: int) -> int: ...
 

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from rota.app import App, ServiceContext
 from rota.context import Context
-from rota.drivers.base import Completion
+from rota.drivers.base import Completion, Notifier
+from rota.drivers.deadlines import call_deadline, run_with_deadline
 from rota.errors import DatabaseUnavailableError
 from rota.job import Job
 from rota.maintenance.leader import Elector
@@ -29,6 +30,7 @@ from rota.settings import WorkerSettings
 from rota.telemetry.attempts import AttemptObserver
 from rota.telemetry.logging import configure_default
 from rota.worker.completer import Completer
+from rota.worker.db_calls import DbCalls
 from rota.worker.executor import Executor
 from rota.worker.fetcher import Fetcher
 from rota.worker.heartbeat import Heartbeater
@@ -45,6 +47,12 @@ log = logging.getLogger("rota.worker")
 # outcomes and resigning share it (docs/workers.md). A thread that ignores the stop is
 # not waited for; its job is fenced and the thread dies with the process.
 SHUTDOWN_MARGIN = 1.0
+# A database call unanswered this long (or half a heartbeat interval, if shorter) counts
+# as hung: it is logged once, the worker turns unready and, if it is a heartbeat, stops
+# claiming until a beat succeeds (#21).
+HANG_AFTER_MAX = 2.0
+# How often the guard looks at the lease clock and the calls in flight.
+GUARD_TICK = 0.1
 
 
 class Worker:
@@ -78,11 +86,20 @@ class Worker:
         self.ready = False  # connected, schema current, not draining
         self.completed = 0
         self.fetchers: dict[str, Fetcher] = {}
+        # Every database call has a deadline derived from the lease (docs/configuration.md).
+        self.driver.deadlines_set(self.settings.deadlines)
+        self._call_timeout = self.settings.deadlines.call
+        self.hang_after = min(HANG_AFTER_MAX, self.settings.heartbeat_interval / 2)
+        self.calls = DbCalls(self.hang_after)
+        # Set while heartbeats fail or hang: claims wait, and the lease clock runs down.
+        self.cut_off_since: float | None = None
+        self.notifier: Notifier | None = None  # set when the worker runs
         self.heartbeater = Heartbeater(
             self.driver,
             self.db,
             lease=self.settings.lease,
             interval=self.settings.heartbeat_interval,
+            fence_after=self.settings.fence_after,
         )
         self.completer = Completer(
             self.driver,
@@ -125,10 +142,26 @@ class Worker:
 
             self.metrics_server = worker_metrics_server(self)
 
-    async def db(self, func: Callable[..., Any], *args: Any) -> Any:
-        """Run a blocking driver call on the worker's database threads."""
+    async def db(self, func: Callable[..., Any], *args: Any, timeout: float | None = None) -> Any:
+        """Run a blocking driver call on the worker's database threads (timed from the
+        request: a call waiting for a free thread behind hung ones counts as waiting),
+        cut after `timeout` seconds (default: db_call_timeout) without an answer."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._db_pool, functools.partial(func, *args))
+        key = self.calls.begin(getattr(func, "__name__", "call"))
+        ok = False
+        seconds = self._call_timeout if timeout is None else timeout
+        try:
+            call = functools.partial(run_with_deadline, seconds, func, *args)
+            result = await loop.run_in_executor(self._db_pool, call)
+            ok = True
+            return result
+        finally:
+            self.calls.end(key, ok)
+
+    @property
+    def cut_off(self) -> bool:
+        """Heartbeats fail or hang: the leases this worker holds may not be renewed."""
+        return self.cut_off_since is not None
 
     # --- control ------------------------------------------------------------------------
 
@@ -225,7 +258,8 @@ class Worker:
         if self._stop.is_set():
             return
         # What the code declares (schedules, subscriptions) is stored before any job runs.
-        await self.db(self.app.prepare)
+        # Several statements per plugged feature: a whole lease, not one call's deadline.
+        await self.db(self.app.prepare, timeout=self.settings.lease)
         stop_parts = asyncio.Event()
         background: list[asyncio.Task[Any]] = []
         completer_task = asyncio.create_task(self.completer.run(), name="rota-completer")
@@ -233,7 +267,8 @@ class Worker:
             asyncio.create_task(self.heartbeater.run(stop_parts), name="rota-heartbeat")
         )
         background.append(asyncio.create_task(self.progress.run(stop_parts), name="rota-progress"))
-        notifier = self.driver.notifier()
+        background.append(asyncio.create_task(self._guard(stop_parts), name="rota-lease-guard"))
+        notifier = self.notifier = self.driver.notifier()
         background.append(
             asyncio.create_task(notifier.run(self._wake, self._control), name="rota-notify")
         )
@@ -266,6 +301,7 @@ class Worker:
                 claims=claims,
                 capabilities=tuple(sorted(self.settings.capabilities)),
             )
+            fetcher.paused = lambda: self.cut_off
             self.fetchers[queue] = fetcher
             fetch_tasks.append(
                 asyncio.create_task(fetcher.run(self._stop), name=f"rota-fetch-{queue}")
@@ -356,7 +392,56 @@ class Worker:
 
     # --- jobs ---------------------------------------------------------------------------
 
+    async def _guard(self, stop: asyncio.Event) -> None:
+        """Watch the heartbeats and the lease clock: pause claims while beats fail or
+        hang, resume them the moment one succeeds, and stop every job whose lease could
+        not be confirmed in time, while the database is still out of reach."""
+        beater = self.heartbeater
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=GUARD_TICK)
+            self.calls.check()
+            now = time.monotonic()
+            troubled = beater.failures > 0 or beater.hanging(self.hang_after)
+            if troubled and self.cut_off_since is None:
+                self.cut_off_since = now
+                log.warning(
+                    "heartbeats %s: claims paused; running jobs are stopped %gs after their "
+                    "last confirmed renewal unless one succeeds",
+                    "fail" if beater.failures else f"get no answer for {self.hang_after:g}s",
+                    self.settings.fence_after,
+                )
+            elif not troubled and self.cut_off_since is not None:
+                log.warning(
+                    "heartbeats succeed again after %.1fs: claims resume",
+                    now - self.cut_off_since,
+                )
+                self.cut_off_since = None
+                for fetcher in self.fetchers.values():
+                    fetcher.resume()
+            due = beater.leases.next_deadline()
+            if due is not None and now >= due:
+                why = (
+                    f"heartbeats cut off for {now - self.cut_off_since:.1f}s"
+                    if self.cut_off_since is not None
+                    else "its renewal came too late"
+                )
+                beater.fence(why)
+
     def _start_job(self, job: Job, fetcher: Fetcher) -> None:
+        if self.heartbeater.leases.late(fetcher.claim_sent):
+            # The claim's answer came so late that the lease it set may already have run
+            # out in the database: never start such a job (it will be rescued and run again).
+            log.error(
+                "LeaseLost: job %s was claimed %.1fs ago (lease %gs): not starting it",
+                job.id,
+                time.monotonic() - fetcher.claim_sent,
+                self.settings.lease,
+            )
+            self.heartbeater.lease_lost += 1
+            self.heartbeater.last_lease_lost = time.monotonic()
+            fetcher.release()
+            return
         ctx = Context(
             job,
             worker_id=self.id,
@@ -366,7 +451,8 @@ class Worker:
         )
         if self._stop.is_set():
             ctx.draining = True
-        self.heartbeater.track(job.id, job.lease_token or "", ctx)
+        self.heartbeater.track(job.id, job.lease_token or "", ctx, fetcher.claim_sent)
+        ctx.lease_deadline = functools.partial(_deadline_of, self.heartbeater, job.id)
         task = asyncio.create_task(self._run_job(job, ctx, fetcher))
         self._running[job.id] = (task, ctx)
         self._idle.clear()
@@ -376,7 +462,11 @@ class Worker:
         watch = self.observer.start(job)
         execution = None
         try:
-            execution = await self.executor.run(job, ctx)
+            # What the job does on the database (in its task's thread too) is cut at its
+            # local lease deadline: past it, the database may have given the job away.
+            assert ctx.lease_deadline is not None
+            with call_deadline(ctx.lease_deadline):
+                execution = await self.executor.run(job, ctx)
             straggler = execution.straggler
             if self.progress.pending(job.id):
                 # The last value goes out before the completion; after it the fence refuses.
@@ -475,6 +565,12 @@ class Worker:
         kind, _, value = payload.partition(":")
         if kind == "cancel" and value.isdigit() and int(value) in self._running:
             self.heartbeater.nudge()  # the renewal carries cancel_requested
+
+
+def _deadline_of(heartbeater: Heartbeater, job_id: int) -> float:
+    """The local lease deadline of a running job (ctx.transaction() is cut there); a job
+    no longer held has none left."""
+    return heartbeater.leases.deadline(job_id) or 0.0
 
 
 def _left(deadline: float) -> float:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from rota.drivers import queries
+from rota.drivers.deadlines import Deadlines
 from rota.drivers.sql import SQLDriver
 from rota.drivers.sqlite.copy import SQLiteCopyStore
 from rota.drivers.sqlite.database import SQLiteDatabase
@@ -39,7 +40,7 @@ class SQLiteDriver(SQLDriver):
         return self._sqlite._pooled()
 
     @contextlib.contextmanager
-    def _write(self, conn: Any = None) -> Iterator[sqlite3.Cursor]:
+    def _write(self, conn: sqlite3.Connection | None = None) -> Iterator[sqlite3.Cursor]:
         with self._sqlite.write(conn) as session:
             yield session._cursor
 
@@ -47,6 +48,9 @@ class SQLiteDriver(SQLDriver):
         return self._sqlite.query(name, params)  # type: ignore[return-value]
 
     # --- schema -------------------------------------------------------------------------
+
+    def deadlines_set(self, deadlines: Deadlines) -> None:
+        """A local file has no silent peer: its calls are bounded by the busy timeout."""
 
     def schema_migrate(self) -> list[int]:
         applied: list[int] = []
