@@ -7,6 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 .PHONY: demo test check lint typecheck unit bench chaos lock clean
 
 $(STAMP): requirements.lock pyproject.toml
+	@echo "Installing rota and its pinned dependencies into $(VENV) (first run only, about 30 s)..."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
 	$(BIN)/python -m pip install --quiet -r requirements.lock

@@ -163,11 +163,17 @@ def _order(tables: list[str], dependencies: list[tuple[str, str]]) -> list[str]:
 
 
 def copy_installation(
-    source: Driver, target: Driver, *, dry_run: bool = False, batch: int = 1000
+    source: Driver,
+    target: Driver,
+    *,
+    dry_run: bool = False,
+    batch: int = 1000,
+    progress: Callable[[str, int, int | None], None] | None = None,
 ) -> CopyReport:
     """Copy every rota table of `source` (SQLite) into `target` (PostgreSQL, migrated
     here unless `dry_run`). The target must hold no rota data yet; nothing is committed
-    unless every table's count in the target equals the rows read from the source."""
+    unless every table's count in the target equals the rows read from the source.
+    `progress(table, rows copied, rows in the source table)` is called after each page."""
     if source.dialect != "sqlite" or target.dialect != "postgres":
         raise ConfigurationError(
             "rota db copy moves an installation from SQLite (--from sqlite:///...) to "
@@ -228,6 +234,9 @@ def copy_installation(
                 for column in columns
             ]
             after, read = 0, 0
+            total = source.copy.count(name) if progress is not None else None
+            if progress is not None:
+                progress(name, 0, total)
             while True:
                 page = source.copy.read(name, columns, after, batch)
                 if not page:
@@ -239,6 +248,8 @@ def copy_installation(
                 writer.write(name, columns, rows)
                 read += len(rows)
                 after = page[-1][0]
+                if progress is not None:
+                    progress(name, read, max(total or 0, read))
             results.append(TableCopy(name, read, writer.count(name)))
         writer.advance_sequences()
         wrong = [t for t in results if not t.ok]

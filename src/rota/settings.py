@@ -102,10 +102,21 @@ class WorkerSettings:
     # counted from the last renewal it saw confirmed (default: a tenth of the lease): room
     # for the database's clock to run faster than ours and for the task to stop.
     lease_margin: float | None = None
+    # Queues whose finished jobs get no INFO line each (hot queues); "*": every queue.
+    # Retries and dead letters are logged at WARNING whatever this says.
+    quiet_queues: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not self.queues:
             raise ConfigurationError("a worker needs at least one queue")
+        if isinstance(self.quiet_queues, str):
+            raise ConfigurationError(
+                f"quiet_queues is a set of queue names, e.g. {{{self.quiet_queues!r}}}"
+            )
+        object.__setattr__(self, "quiet_queues", frozenset(self.quiet_queues))
+        for name in self.quiet_queues:
+            if name != "*":
+                check_queue_name(name, ConfigurationError)
         object.__setattr__(
             self,
             "capabilities",

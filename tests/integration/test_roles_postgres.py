@@ -331,3 +331,32 @@ def test_the_dashboard_role_keeps_sessions_and_last_use(roles: Roles) -> None:
     finally:
         admin.close()
         reader.close()
+
+
+def test_kubernetes_keda_login_joins_the_metrics_role_rota_db_roles_made(roles: Roles) -> None:
+    """docs/kubernetes.md after docs/security.md (#19): `rota db roles --apply` made the
+    NOLOGIN metrics role; the page's last statement adds the login KEDA uses, and that
+    login reads the counts, and nothing else."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).parents[2] / "docs" / "kubernetes.md").read_text()
+    blocks = re.findall(r"^```sql\n(.*?)^```", page, re.S | re.M)
+    (block,) = [b for b in blocks if "keda_reader" in b]
+    statements = [s.strip() for s in block.split(";") if s.strip()]
+    assert statements[0].endswith("CREATE ROLE rota_metrics NOLOGIN")  # as rota db roles
+    last = statements[-1]
+    assert last.startswith("CREATE ROLE keda_reader LOGIN")
+    login = f"{roles.prefix}_keda_reader"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(
+            last.replace("keda_reader", login).replace("rota_metrics", f"{roles.prefix}_metrics")
+        )
+    try:
+        url = _as_user(roles.admin_url, f"{login}:change-me")
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert conn.execute("SELECT rota_keda_backlog('q')").fetchone() == (0,)
+        assert "permission denied" in _refused(url, "SELECT args FROM rota_jobs LIMIT 1")
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(f'DROP ROLE IF EXISTS "{login}"')

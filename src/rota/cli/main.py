@@ -14,6 +14,7 @@ import click
 
 from rota import __version__
 from rota.cli.enqueue import enqueue
+from rota.cli.examples import attach as attach_examples
 from rota.cli.jobs import jobs
 from rota.cli.migrate import migrate
 from rota.cli.queues import queues
@@ -45,7 +46,9 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in LAZY and cmd_name not in self.commands:
-            self.add_command(load(LAZY[cmd_name]), cmd_name)
+            command = load(LAZY[cmd_name])
+            attach_examples(command, cmd_name + " ")
+            self.add_command(command, cmd_name)
         return super().get_command(ctx, cmd_name)
 
 
@@ -77,6 +80,8 @@ def mount(root: click.Group, reference: str) -> None:
 for _feature in standard_features():
     for _reference in _feature.commands:
         mount(cli, _reference)
+
+attach_examples(cli)
 
 
 def main() -> None:

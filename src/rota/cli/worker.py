@@ -169,9 +169,22 @@ from rota.worker.supervisor import EXIT_SCHEMA, REQUESTS, supervise
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
     show_default=True,
+    help="info: one line per finished job; warning: only retries, dead letters and trouble.",
 )
 @click.option(
-    "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text for people; json: one object per line with job_id, task, outcome, duration.",
+)
+@click.option(
+    "--quiet-queue",
+    "quiet_queues",
+    multiple=True,
+    metavar="QUEUE",
+    help="No INFO line per finished job of QUEUE (a hot queue); '*': every queue. Retries "
+    "and dead letters are still logged at WARNING. Repeatable.",
 )
 # Set by the --processes supervisor for its children (WorkerSettings.exit_when_hung).
 @click.option("--exit-when-hung", is_flag=True, hidden=True)
@@ -206,6 +219,7 @@ def worker(
     db_statement_timeout: float | None = None,
     db_connect_timeout: float | None = None,
     db_detect_timeout: float | None = None,
+    quiet_queues: tuple[str, ...] = (),
 ) -> None:
     """Run jobs from the given queues until SIGTERM (drain) or a second SIGTERM (stop now)."""
     # A SIGTERM during start-up (Kubernetes may send one at any time) must still end in
@@ -245,6 +259,7 @@ def worker(
             db_statement_timeout=db_statement_timeout,
             db_connect_timeout=db_connect_timeout,
             db_detect_timeout=db_detect_timeout,
+            quiet_queues=frozenset(quiet_queues),
         )
         settings_kwargs.update(parse_retention(retention))
         WorkerSettings(**settings_kwargs)  # type: ignore[arg-type]  # validate before forking
@@ -319,8 +334,10 @@ def worker(
             argv += ["--retention", kept]
         for label in capabilities:
             argv += ["--capability", label]
+        for quiet in quiet_queues:
+            argv += ["--quiet-queue", quiet]
         sys.exit(supervise(argv, processes))
-    app = load_app(app_path, database_url)
+    app = load_app(app_path, database_url, creates=True)
     if worker_id:
         settings_kwargs["worker_id"] = worker_id
     settings = WorkerSettings(**settings_kwargs)  # type: ignore[arg-type]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -134,17 +134,26 @@ class RotationReport:
         }
 
 
-def rotate_stored(driver: Driver, ring: Keyring, *, batch: int = 500) -> RotationReport:
+def rotate_stored(
+    driver: Driver,
+    ring: Keyring,
+    *,
+    batch: int = 500,
+    progress: Callable[[str, int, int | None], None] | None = None,
+) -> RotationReport:
     """Re-encrypt every stored sealed argument object (jobs and schedule templates)
     under the current key. Each row is swapped only if unchanged since it was read, so
     it is safe beside running workers; old keys stay needed until this reports 0
-    unreadable and 0 changed."""
+    unreadable and 0 changed. `progress(kind, rows examined, None)` follows each page."""
     counts = {"resealed": 0, "current": 0, "unreadable": 0, "changed": 0}
     store = SealedArgsStore(driver)
     for kind in ("job", "schedule"):
-        after = 0
+        after, seen = 0, 0
         while True:
             rows = store.scan(kind, after, batch)
+            if progress is not None:
+                seen += len(rows)
+                progress(f"{kind}s", seen, None)
             if not rows:
                 break
             for row in rows:

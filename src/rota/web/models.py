@@ -226,6 +226,7 @@ class ScheduleOut(BaseModel):
         '"<hidden>" without dlq_read.'
     )
     schedule: str
+    description: str = Field("", description='The schedule in plain words: "every 5 minutes".')
     timezone: str
     concurrency: str
     suspended: bool
@@ -263,8 +264,13 @@ class WorkerOut(BaseModel):
     worker: str
     running: int
     queues: list[str]
-    last_seen: datetime | None
+    last_seen: datetime | None = Field(description="When it last started a job.")
     leader_of: list[str]
+    last_heartbeat: datetime | None = Field(
+        None, description="Its last heartbeat row (every live worker renews one)."
+    )
+    started_at: datetime | None = None
+    capabilities: list[str] = []
 
 
 class LeaderOut(BaseModel):

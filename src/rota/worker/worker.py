@@ -28,6 +28,7 @@ from rota.maintenance.service import PeriodicService, backoff_delay
 from rota.maintenance.stager import Stager
 from rota.settings import WorkerSettings
 from rota.telemetry.attempts import AttemptObserver
+from rota.telemetry.logging import configure_default
 from rota.worker.completer import Completer
 from rota.worker.db_calls import DbCalls
 from rota.worker.executor import Executor
@@ -58,6 +59,8 @@ class Worker:
     def __init__(self, app: App, settings: WorkerSettings | None = None) -> None:
         self.app = app
         self.settings = settings or WorkerSettings()
+        # Started from Python with no logging set up, a worker would say nothing.
+        configure_default()
         self.id = self.settings.worker_id
         self.driver = app.driver
         self._db_pool = concurrent.futures.ThreadPoolExecutor(
@@ -132,7 +135,7 @@ class Worker:
 
             self.health = worker_server(self)
         # Counters, spans and the log context of each attempt (rota.telemetry).
-        self.observer = AttemptObserver(app.metrics)
+        self.observer = AttemptObserver(app.metrics, quiet_queues=self.settings.quiet_queues)
         self.metrics_server: MetricsServer | None = None
         if self.settings.metrics_port is not None:
             from rota.worker.metrics import worker_metrics_server
