@@ -23,6 +23,12 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "queues set": ("rota queues set mail --global-limit 5 --rate 100/60s",),
     "queues partitions": ("rota queues partitions --queue payments",),
     "queues pause": ("rota queues pause reports",),
+    "queues purge": ('rota queues purge mail --reason "bad template" --dry-run',),
+    "jobs cancel-many": (
+        'rota jobs cancel-many --task shop.send_mail --reason "campaign stopped" --dry-run',
+        'rota jobs cancel-many --queue mail --state running --reason "SMTP outage"',
+    ),
+    "jobs audit": ("rota jobs audit --action purge",),
     "queues resume": ("rota queues resume reports",),
     "queues window": ('rota queues window reports "Mon-Fri 01:00-05:00" --tz Europe/Berlin',),
     "queues breaker": ("rota queues breaker payments --threshold 0.5 --window 60",),
