@@ -49,7 +49,11 @@ class DataVersionNotifier:
         stop = threading.Event()
 
         def changed() -> None:
-            loop.call_soon_threadsafe(wake, None)
+            if stop.is_set():
+                return
+            # The watcher may see a last commit while the loop is being closed.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(wake, None)
 
         watch = self._watch_inotify if self._use_inotify else self._watch_poll
         thread = threading.Thread(
