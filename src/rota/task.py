@@ -440,10 +440,10 @@ class Task(Generic[P, R]):
             if not isinstance(args, Mapping):
                 raise ArgumentsError(f"enqueue_many item {i} is {type(args).__name__}, not a dict")
             try:
-                args_json = self._args_json(dict(args))
+                stored, args_json = self._stored_args(dict(args))
             except ArgumentsError as exc:
                 raise ArgumentsError(f"enqueue_many item {i}: {exc}") from None
-            rows.append(JobInsert.restore({**fields, "args_json": args_json}))
+            rows.append(JobInsert.restore({**fields, "args_json": args_json, "args": stored}))
         return rows
 
     def build(
@@ -466,7 +466,7 @@ class Task(Generic[P, R]):
 
         `meta` is for rota's own features (a batch index, a workflow step, a trace
         context): it travels with the job and is read back as `ctx.meta`."""
-        args_json = self._args_json(args)
+        stored, args_json = self._stored_args(args)
         fields = self._fields(
             key=key,
             at=at,
@@ -480,13 +480,20 @@ class Task(Generic[P, R]):
             tenant=tenant,
         )
         fields["args_json"] = args_json
+        fields["args"] = stored
         if meta:
             fields["meta_json"] = encode(meta, what=f"metadata of {self.name}")
         return JobInsert.restore(fields)
 
-    def _args_json(self, args: dict[str, Any]) -> str:
-        """The stored form of one job's arguments: validated, JSON, sealed if encrypted."""
+    def _stored_args(self, args: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+        """One job's arguments as stored: validated, as JSON values and as JSON text,
+        sealed if encrypted (then only the text: the values stay with the caller)."""
         stored = self.args_model.dump(self.name, args)
+        text = self._seal(stored)
+        return (None if self.policy.encrypted else stored), text
+
+    def _seal(self, stored: dict[str, Any]) -> str:
+        """`stored` (validated JSON values) as the text written to the database."""
         args_json = encode(
             stored, what=f"arguments of {self.name}", limit=self.app.max_payload_bytes
         )

@@ -46,6 +46,11 @@ class JobInsert:
     # Labels a worker must advertise to claim the job (sorted; None: any worker).
     requires: tuple[str, ...] | None = None
     tenant: str | None = None  # who the job is for (fair queues, per-tenant caps)
+    # `args_json` as JSON values, when the caller has them (Task.build): the job returned
+    # by an enqueue carries them instead of parsing the text again.
+    args: dict[str, Any] | None = dataclasses.field(
+        default=None, compare=False, hash=False, repr=False
+    )
 
     @classmethod
     def restore(cls, fields: dict[str, Any]) -> JobInsert:
