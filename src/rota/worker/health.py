@@ -246,6 +246,7 @@ class WorkerHealth:
             "connected": connected,
             "running": worker.running,
             "hung": worker.hung,
+            "present": worker.presence.present,
         }
         if worker.stopping:
             return Probe(False, {**detail, "reason": "draining: stopped fetching"})
@@ -254,6 +255,8 @@ class WorkerHealth:
         if not connected:
             reason = "heartbeats failing" if worker.heartbeater.failures else "claims failing"
             return Probe(False, {**detail, "reason": f"database unreachable ({reason})"})
+        if not worker.presence.present:
+            return Probe(False, {**detail, "reason": "not registered as present: not claiming"})
         if worker.all_hung:
             reason = (
                 f"all {worker.hung} slots are hung: sync tasks still running past their "

@@ -22,7 +22,7 @@ from rota.errors import DatabaseUnavailableError
 from rota.job import Job
 from rota.maintenance.leader import Elector
 from rota.maintenance.pruner import Pruner
-from rota.maintenance.rescuer import Rescuer
+from rota.maintenance.rescuer import PresenceRescuer, Rescuer
 from rota.maintenance.service import PeriodicService, backoff_delay
 from rota.maintenance.stager import Stager
 from rota.settings import WorkerSettings
@@ -31,6 +31,7 @@ from rota.worker.completer import Completer
 from rota.worker.executor import Executor
 from rota.worker.fetcher import Fetcher
 from rota.worker.heartbeat import Heartbeater
+from rota.worker.presence import PresenceKeeper
 from rota.worker.progress import ProgressWriter
 from rota.worker.supervisor import DRAIN_SIGNAL, EXIT_HUNG, HALT_SIGNAL
 
@@ -90,12 +91,17 @@ class Worker:
         )
         self.progress = ProgressWriter(self.driver, self.db)
         self.elector = Elector(self.driver, self.id, self.settings.leader_ttl)
+        # Present before the first claim, and claiming only while present (#17).
+        self.presence = PresenceKeeper(
+            self.driver, self.db, self.id, on_present=lambda: self._wake(None)
+        )
         # The engine's own services, then whatever the plugged features bring: the worker
         # names none of them.
         settings = self.settings
         self.services: list[PeriodicService] = [
             Stager(self.driver, settings.stage_interval),
             Rescuer(self.driver, settings.rescue_interval),
+            PresenceRescuer(self.driver, settings.presence_interval, settings.presence_grace),
             Pruner(
                 self.driver,
                 settings.prune_interval,
@@ -230,6 +236,7 @@ class Worker:
             asyncio.create_task(self.heartbeater.run(stop_parts), name="rota-heartbeat")
         )
         background.append(asyncio.create_task(self.progress.run(stop_parts), name="rota-progress"))
+        background.append(asyncio.create_task(self.presence.run(stop_parts), name="rota-presence"))
         notifier = self.driver.notifier()
         background.append(
             asyncio.create_task(notifier.run(self._wake, self._control), name="rota-notify")
@@ -262,6 +269,7 @@ class Worker:
                 completer=self.completer,
                 claims=claims,
                 capabilities=tuple(sorted(self.settings.capabilities)),
+                gate=lambda: self.presence.present,
             )
             self.fetchers[queue] = fetcher
             fetch_tasks.append(
@@ -301,6 +309,9 @@ class Worker:
             await self._bounded(self.db(self.elector.resign), deadline, "resigning leadership")
             for service in self.services:  # what a service held expires on its own anyway
                 await self._bounded(self.db(service.close), deadline, f"{service.name}: closing")
+            # Last: until now the jobs were ours. Whatever is still held (a task that
+            # ignored the stop) a peer rescues once the presence lock is let go.
+            await self.presence.close(_left(deadline), leave=self.heartbeater.held == 0)
             self._db_pool.shutdown(wait=False)
             # Threads still running a sync task past the grace cannot be killed; they are
             # fenced (their leases are gone) and die with the process.

@@ -16,6 +16,7 @@ from rota.drivers import queries
 from rota.drivers.base import WakeFunc
 from rota.drivers.postgres.copy import PostgresCopyStore
 from rota.drivers.postgres.database import PostgresDatabase
+from rota.drivers.postgres.presence import PostgresPresence
 from rota.drivers.sql import SQLDriver
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
@@ -39,6 +40,7 @@ class PostgresDriver(SQLDriver):
         super().__init__(self._pg)
         self._conninfo = self._pg.conninfo
         self.copy = PostgresCopyStore(self)
+        self.presence = PostgresPresence(self._pg)
 
     # --- connections (through the dialect seam) ----------------------------------------
 
