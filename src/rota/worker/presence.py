@@ -67,7 +67,7 @@ class PresenceKeeper:
 
     async def _register(self) -> float:
         try:
-            self._hold = await self.db(self.driver.presence.hold, self.worker_id)
+            hold = await self.db(self.driver.presence.hold, self.worker_id)
         except Exception as exc:
             self.failures += 1
             delay = backoff_delay(self.failures, RETRY_BASE, RETRY_MAX)
@@ -81,8 +81,14 @@ class PresenceKeeper:
         self.registrations += 1
         self.failures = 0
         if first:
-            await self._rescue_predecessor()
-        else:
+            # Before the gate opens: what runs under this id now is not ours to keep.
+            try:
+                await self._rescue_predecessor()
+            except BaseException:  # cancelled (a stop): let go of the lock again
+                await asyncio.shield(self.db(hold.close))
+                raise
+        self._hold = hold  # present: the fetchers may claim from here on
+        if not first:
             log.info("presence of worker %s registered again; claiming again", self.worker_id)
         self.on_present()
         return self.interval
