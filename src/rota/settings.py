@@ -61,6 +61,9 @@ class WorkerSettings:
     # seconds first (None: the dialect's, 1.5 s on PostgreSQL, 0 on SQLite).
     presence_interval: float = 1.0
     presence_grace: float | None = None
+    # Register presence (False: behind a transaction-mode pooler, where a session-level
+    # lock would outlive this process or vanish under it; rescue then waits for leases).
+    presence: bool = True
     leader_ttl: float = 15.0
     prune_interval: float = 60.0
     cron_interval: float = 1.0  # leader: seconds between passes over the cron schedules

@@ -70,6 +70,8 @@ class PresenceStore:
 
     def __init__(self, database: Database[Any]) -> None:
         self._database = database
+        # Workers present at the last sweep (the sweeps' pace scales with it).
+        self.present = 0
 
     # --- the worker's side ------------------------------------------------------------
 
@@ -94,7 +96,12 @@ class PresenceStore:
             if dead is not None and not dead:
                 return RescueReport()  # nobody to check in SQL: no statement at all
             params = {"grace": wait, "dead": self._database.codec.array(dead or [])}
-            gone = [str(r["worker"]) for r in self._database.execute("presence_sweep", params)]
+            gone = []
+            for row in self._database.execute("presence_sweep", params):
+                if row["worker"] is None:
+                    self.present = int(row["present"])
+                else:
+                    gone.append(str(row["worker"]))
             if not gone:
                 return RescueReport()
             report = self.rescue(gone, limit)

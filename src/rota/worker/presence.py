@@ -31,6 +31,7 @@ class PresenceKeeper:
         *,
         on_present: Callable[[], None],
         interval: float = CHECK_INTERVAL,
+        enabled: bool = True,
     ) -> None:
         self.driver = driver
         self.db = db
@@ -38,6 +39,7 @@ class PresenceKeeper:
         self.on_present = on_present  # called when the worker may claim (again)
         self.interval = interval
         self._hold: PresenceHold | None = None
+        self.enabled = enabled  # False: never registers, never holds claims back
         self.registrations = 0
         self.losses = 0  # times the lock was found gone while the worker lived
         self.failures = 0  # registrations in a row that failed
@@ -45,9 +47,11 @@ class PresenceKeeper:
     @property
     def present(self) -> bool:
         """Registered and holding the lock: the fetchers may claim."""
-        return self._hold is not None
+        return self._hold is not None or not self.enabled
 
     async def run(self, stop: asyncio.Event) -> None:
+        if not self.enabled:
+            return
         while not stop.is_set():
             if self._hold is None:
                 delay = await self._register()

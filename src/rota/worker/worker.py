@@ -93,7 +93,11 @@ class Worker:
         self.elector = Elector(self.driver, self.id, self.settings.leader_ttl)
         # Present before the first claim, and claiming only while present (#17).
         self.presence = PresenceKeeper(
-            self.driver, self.db, self.id, on_present=lambda: self._wake(None)
+            self.driver,
+            self.db,
+            self.id,
+            on_present=lambda: self._wake(None),
+            enabled=self.settings.presence,
         )
         # The engine's own services, then whatever the plugged features bring: the worker
         # names none of them.

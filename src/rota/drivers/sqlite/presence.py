@@ -69,7 +69,8 @@ class SQLitePresence(PresenceStore):
         dead: list[str] = []
         held: list[tuple[int, str]] = []
         try:
-            for row in self._database.query("presence_list"):
+            rows = self._database.query("presence_list")
+            for row in rows:
                 if row["host"] != here:
                     continue  # not ours to judge (a worker elsewhere keeps its lease)
                 path = self.path(row["worker"])
@@ -85,6 +86,7 @@ class SQLitePresence(PresenceStore):
                     continue
                 held.append((fd, path))
                 dead.append(row["worker"])
+            self.present = len(rows) - len(dead)
             yield dead
         finally:
             for fd, path in held:

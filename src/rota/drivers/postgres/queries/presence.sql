@@ -15,8 +15,9 @@ RETURNING key, pg_try_advisory_lock((tableoid::bigint << 32) | key) AS locked
 
 -- name: presence_sweep
 -- Workers whose lock nobody holds (their session ended): mark when first seen so (a lock
--- held again clears the mark) and return those lost for `grace` seconds. Reads the lock
--- table once; writes only when a worker's state changed.
+-- held again clears the mark) and return those lost for `grace` seconds, then one row
+-- (worker NULL) counting the workers present. Reads the lock table once; writes only
+-- when a worker's state changed.
 WITH held AS MATERIALIZED (
     SELECT classid, objid FROM pg_locks
     WHERE locktype = 'advisory' AND objsubid = 1 AND granted
@@ -34,9 +35,11 @@ marked AS (
     WHERE p.worker = s.worker AND s.gone = (p.lost_at IS NULL)
     RETURNING p.worker
 )
-SELECT worker FROM state
+SELECT worker, NULL::bigint AS present FROM state
 WHERE gone AND (lost_at <= now() - make_interval(secs => %(grace)s)
                 OR (%(grace)s <= 0 AND lost_at IS NULL))
+UNION ALL
+SELECT NULL, count(*) FILTER (WHERE NOT gone) FROM state
 
 -- name: presence_forget
 -- Forget workers found gone whose running jobs are all rescued (a worker present again

@@ -13,10 +13,11 @@ RETURNING key, 1 AS locked
 
 -- name: presence_sweep
 -- Workers whose lock file nobody holds (`dead`, a JSON array the caller found by trying
--- their locks): mark when first seen so and return those lost for `grace` seconds.
+-- their locks): mark when first seen so and return those lost for `grace` seconds (the
+-- caller counts the workers present itself: `present` stays NULL).
 UPDATE rota_presence SET lost_at = (julianday('now') - 2440587.5) * 86400.0
 WHERE lost_at IS NULL AND worker IN (SELECT value FROM json_each(:dead));
-SELECT worker FROM rota_presence
+SELECT worker, NULL AS present FROM rota_presence
 WHERE worker IN (SELECT value FROM json_each(:dead))
   AND lost_at <= (julianday('now') - 2440587.5) * 86400.0 - :grace;
 
