@@ -172,7 +172,7 @@ def test_worker_whose_presence_session_is_cut_registers_again_and_keeps_its_jobs
         with psycopg.connect(pg_url, autocommit=True) as conn:
             conn.execute("SELECT pg_terminate_backend(%s)", (before.session,))
         worker.wait_logged("lost its presence session")
-        worker.wait_logged("registered again")
+        worker.wait_logged("registered again; claiming again")
         (after,) = app.driver.presence.records()
         assert after.held and after.lost_at is None and after.session != before.session
         release.touch()
