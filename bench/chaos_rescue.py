@@ -102,7 +102,8 @@ def measure(url: str, out: Path, kills: int, rng: random.Random, workers: int = 
             )
             held = running()
             holders = sorted({w for w, _ in held.values()} & names)
-            victim = next(p for p in crew if p.name == rng.choice(holders))
+            chosen = rng.choice(holders)
+            victim = next(p for p in crew if p.name == chosen)
             theirs = {i: a for i, (w, a) in held.items() if w == victim.name}
             killed_at = time.monotonic()
             victim.kill()

@@ -40,6 +40,7 @@ class PresenceKeeper:
         self.interval = interval
         self._hold: PresenceHold | None = None
         self.enabled = enabled  # False: never registers, never holds claims back
+        self._present = asyncio.Event()
         self.registrations = 0
         self.losses = 0  # times the lock was found gone while the worker lived
         self.failures = 0  # registrations in a row that failed
@@ -48,6 +49,17 @@ class PresenceKeeper:
     def present(self) -> bool:
         """Registered and holding the lock: the fetchers may claim."""
         return self._hold is not None or not self.enabled
+
+    async def wait(self, stop: asyncio.Event) -> None:
+        """Until present (or `stop`): the worker starts claiming only then."""
+        if self.present:
+            return
+        waits = [asyncio.create_task(self._present.wait()), asyncio.create_task(stop.wait())]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in waits:
+                task.cancel()
 
     async def run(self, stop: asyncio.Event) -> None:
         if not self.enabled:
@@ -92,6 +104,7 @@ class PresenceKeeper:
                 await asyncio.shield(self.db(hold.close))
                 raise
         self._hold = hold  # present: the fetchers may claim from here on
+        self._present.set()
         if not first:
             log.info("presence of worker %s registered again; claiming again", self.worker_id)
         self.on_present()
@@ -116,6 +129,7 @@ class PresenceKeeper:
             self.worker_id,
         )
         hold, self._hold = self._hold, None
+        self._present.clear()
         if hold is not None:
             with contextlib.suppress(Exception):
                 hold.close()
@@ -124,6 +138,7 @@ class PresenceKeeper:
         """At the end of a stop: remove the row when nothing of ours is left running (the
         worker drained), then let go of the lock; what is left is rescued by a peer."""
         hold, self._hold = self._hold, None
+        self._present.clear()
         if hold is None:
             return
         try:

@@ -257,6 +257,9 @@ class Worker:
                     name=f"rota-{service.name}",
                 )
             )
+        # Registered as present before the first claim: from then on, if this process
+        # dies, its peers rescue its jobs at once (#17).
+        await self.presence.wait(self._stop)
         fetch_tasks = []
         claims = self.app.claim_queries()
         for queue, concurrency in self.settings.queues.items():
