@@ -136,3 +136,31 @@ def measure(url: str, out: Path, kills: int, rng: random.Random, workers: int = 
         app.close()
     times.summarise()
     return times
+
+
+def main() -> None:
+    """The rescue phase alone, on any database (the chaos run covers PostgreSQL):
+
+    python -m bench.chaos_rescue --url sqlite:////tmp/rescue/rota.db --kills 15
+    """
+    import argparse
+    import json
+    from dataclasses import asdict
+
+    parser = argparse.ArgumentParser(prog="python -m bench.chaos_rescue", description=main.__doc__)
+    parser.add_argument("--url", required=True, help="a database it may migrate and fill")
+    parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--out", type=Path, default=harness.REPO / "out" / "rescue")
+    parser.add_argument("--seed", type=int, default=10)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    app = rota.App(args.url)
+    app.migrate()
+    app.close()
+    times = measure(args.url, args.out.resolve(), args.kills, random.Random(args.seed))
+    figures = {k: v for k, v in asdict(times).items() if k != "samples"}
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
