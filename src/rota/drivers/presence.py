@@ -67,6 +67,9 @@ class PresenceStore:
     # worker whose session alone was cut to register again (PostgreSQL); a dialect whose
     # lock can only end with the process needs none.
     grace: float = 0.0
+    # Seconds after the database server started during which nobody is rescued as gone:
+    # a restart ends every session at once, and the workers take a moment to come back.
+    settle: float = 0.0
 
     def __init__(self, database: Database[Any]) -> None:
         self._database = database
@@ -88,14 +91,21 @@ class PresenceStore:
 
     # --- every worker's sweep ---------------------------------------------------------
 
-    def sweep(self, grace: float | None = None, limit: int = 1000) -> RescueReport:
-        """Rescue the running jobs of workers gone for `grace` seconds (default: the
-        dialect's), then forget those workers once none of their jobs runs."""
+    def sweep(
+        self, grace: float | None = None, limit: int = 1000, settle: float | None = None
+    ) -> RescueReport:
+        """Rescue the running jobs of workers gone for `grace` seconds, unless the server
+        started less than `settle` seconds ago (defaults: the dialect's), then forget
+        those workers once none of their jobs runs."""
         wait = self.grace if grace is None else grace
         with self._suspects() as dead:
             if dead is not None and not dead:
                 return RescueReport()  # nobody to check in SQL: no statement at all
-            params = {"grace": wait, "dead": self._database.codec.array(dead or [])}
+            params = {
+                "grace": wait,
+                "settle": self.settle if settle is None else settle,
+                "dead": self._database.codec.array(dead or []),
+            }
             gone = []
             for row in self._database.execute("presence_sweep", params):
                 if row["worker"] is None:

@@ -17,9 +17,10 @@ log = logging.getLogger("rota.presence")
 
 # Seconds between checks of the presence lock: a local syscall, no round trip.
 CHECK_INTERVAL = 0.25
-# After a failed registration: from 0.1 s, doubling up to 5 s (well inside the lease).
+# After a failed registration: from 0.1 s, doubling up to 2 s: a worker must be back
+# soon after the database is (rota.drivers.postgres.presence waits 10 s after a start).
 RETRY_BASE = 0.1
-RETRY_MAX = 5.0
+RETRY_MAX = 2.0
 
 
 class PresenceKeeper:

@@ -51,6 +51,9 @@ class PostgresPresence(PresenceStore):
     # A worker whose presence session alone was cut notices it within a second and
     # registers again in milliseconds; this covers that, and rescue still comes in ~3 s.
     grace = 1.5
+    # After a server restart every worker registers again within its retry pace (2 s at
+    # most, worker.presence); their jobs are not taken meanwhile.
+    settle = 10.0
 
     def __init__(self, database: PostgresDatabase) -> None:
         super().__init__(database)

@@ -17,7 +17,8 @@ RETURNING key, pg_try_advisory_lock((tableoid::bigint << 32) | key) AS locked
 -- Workers whose lock nobody holds (their session ended): mark when first seen so (a lock
 -- held again clears the mark) and return those lost for `grace` seconds, then one row
 -- (worker NULL) counting the workers present. Reads the lock table once; writes only
--- when a worker's state changed.
+-- when a worker's state changed. Within `settle` seconds of a server start every session
+-- is new and every worker is still registering again: nobody is rescued as gone then.
 WITH held AS MATERIALIZED (
     SELECT classid, objid FROM pg_locks
     WHERE locktype = 'advisory' AND objsubid = 1 AND granted
@@ -38,6 +39,7 @@ marked AS (
 SELECT worker, NULL::bigint AS present FROM state
 WHERE gone AND (lost_at <= now() - make_interval(secs => %(grace)s)
                 OR (%(grace)s <= 0 AND lost_at IS NULL))
+  AND pg_postmaster_start_time() < now() - make_interval(secs => %(settle)s)
 UNION ALL
 SELECT NULL, count(*) FILTER (WHERE NOT gone) FROM state
 
