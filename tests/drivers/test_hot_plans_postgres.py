@@ -167,8 +167,6 @@ def _calls(table: Table) -> dict[str, Callable[[int], object]]:
             [(c.job_id, c.lease_token) for c in completions(n, 2)], 30.0
         ),
         "job_rescue_expired": lambda n: driver.job_rescue_expired(1000),
-        # A dead worker's jobs (#17): found among the running ones, never the finished.
-        "job_rescue_orphaned": lambda n: driver.presence.rescue([f"gone-{n}"], 1000),
         "job_stage_due": lambda n: driver.job_stage_due(1000),
         "job_prune_finished": lambda n: driver.job_prune("completed", 3600.0, 1000),
         "job_expire_due": lambda n: OpsStore(driver).job_expire_due(1000),

@@ -282,6 +282,9 @@ class Worker:
             fetch_tasks.append(
                 asyncio.create_task(fetcher.run(self._stop), name=f"rota-fetch-{queue}")
             )
+        # Claim at once: a wake-up the notifier sent while presence was registering
+        # found no fetcher yet.
+        self._wake(None)
         self.ready = True
         log.info(
             "worker %s started: queues %s%s",

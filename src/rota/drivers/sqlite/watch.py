@@ -49,7 +49,12 @@ class DataVersionNotifier:
         stop = threading.Event()
 
         def changed() -> None:
-            loop.call_soon_threadsafe(wake, None)
+            # A commit seen as the worker stops (its own last writes: resigning, leaving
+            # its presence) may come after its loop has closed: nobody is left to wake.
+            if stop.is_set():
+                return
+            with contextlib.suppress(RuntimeError):  # closed between the check and here
+                loop.call_soon_threadsafe(wake, None)
 
         watch = self._watch_inotify if self._use_inotify else self._watch_poll
         thread = threading.Thread(
