@@ -103,3 +103,48 @@ async def _cut_and_take(conn: psycopg.AsyncConnection[Any], worker: str) -> bool
 def _state(app: rota.App, job_id: int) -> JobState | None:
     job = app.get_job(job_id)
     return None if job is None else job.state
+
+
+@pytest.mark.postgres
+def test_a_worker_that_cannot_register_again_in_time_stops_its_jobs(pg_url: str) -> None:
+    """Its peers may take its jobs once the grace has passed: it stops them first (as a
+    lost lease does), and the job runs again later, once."""
+    app = rota.App(pg_url)
+    app.migrate()
+    reasons: list[str | None] = []
+
+    @app.task(name="wait_stop")
+    def wait_stop(ctx: rota.Context) -> str:
+        if ctx.attempt == 1:
+            while not ctx.wait_cancelled(0.01):
+                pass
+            reasons.append(ctx.cancel_reason)
+            raise RuntimeError("stopped")
+        return "ok"
+
+    worker = rota.Worker(app, fast_settings())
+
+    async def scenario() -> None:
+        task = asyncio.create_task(worker.run())
+        blocker = await psycopg.AsyncConnection.connect(pg_url, autocommit=True)
+        try:
+            job = wait_stop.enqueue()
+            await async_wait_for(lambda: worker.running == 1)
+            await async_wait_for(lambda: _cut_and_take(blocker, worker.id), timeout=15)
+            await async_wait_for(lambda: reasons == ["lost"], timeout=10)
+            assert not worker.presence.present  # stopped while still not registered
+            await blocker.close()
+            # Nothing was written for the stopped attempt: its lease runs out (2 s here)
+            # and it runs again, here, once.
+            await async_wait_for(lambda: _state(app, job.id) is JobState.COMPLETED, timeout=20)
+            done = app.get_job(job.id)
+            assert done is not None and done.attempt == 2
+        finally:
+            await blocker.close()
+            worker.stop()
+            await asyncio.wait_for(task, timeout=30)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        app.close()

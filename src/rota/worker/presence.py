@@ -17,6 +17,9 @@ log = logging.getLogger("rota.presence")
 
 # Seconds between checks of the presence lock: a local syscall, no round trip.
 CHECK_INTERVAL = 0.25
+# Seconds before the peers' grace ends by which a worker that lost its lock has stopped
+# its jobs (a sweep's clock and ours are not compared: this covers the lag between them).
+FENCE_MARGIN = 0.25
 # After a failed registration: from 0.1 s, doubling up to 2 s: a worker must be back
 # soon after the database is (rota.drivers.postgres.presence waits 10 s after a start).
 RETRY_BASE = 0.1
@@ -31,6 +34,7 @@ class PresenceKeeper:
         worker_id: str,
         *,
         on_present: Callable[[], None],
+        on_gone: Callable[[], None] = lambda: None,
         interval: float = CHECK_INTERVAL,
         enabled: bool = True,
     ) -> None:
@@ -38,6 +42,12 @@ class PresenceKeeper:
         self.db = db
         self.worker_id = worker_id
         self.on_present = on_present  # called when the worker may claim (again)
+        # Called once when the lock has been gone so long that peers may take this
+        # worker's jobs any moment (their grace, less the time to notice the loss and a
+        # margin): the worker stops its jobs first, so none runs twice at once.
+        self.on_gone = on_gone
+        self.fence_after = max(0.0, driver.presence.grace - interval - FENCE_MARGIN)
+        self._fence: asyncio.TimerHandle | None = None  # armed while a loss lasts
         self.interval = interval
         self._hold: PresenceHold | None = None
         self.enabled = enabled  # False: never registers, never holds claims back
@@ -106,6 +116,9 @@ class PresenceKeeper:
                 raise
         self._hold = hold  # present: the fetchers may claim from here on
         self._present.set()
+        if self._fence is not None:  # back in time: its jobs carry on
+            self._fence.cancel()
+            self._fence = None
         if not first:
             log.info("presence of worker %s registered again; claiming again", self.worker_id)
         self.on_present()
@@ -122,8 +135,24 @@ class PresenceKeeper:
         if report.rescued or report.discarded or report.cancelled:
             log.warning("rescued the jobs of an earlier worker %s: %s", self.worker_id, report)
 
+    def _gone(self) -> None:
+        """The loss has lasted fence_after (a timer, not the registration loop, which
+        may be stuck connecting): stop the jobs before the peers may take them."""
+        self._fence = None
+        if self._hold is not None:
+            return
+        log.error(
+            "worker %s is not present again after %.1fs: stopping its jobs, which other "
+            "workers may take now",
+            self.worker_id,
+            self.fence_after,
+        )
+        self.on_gone()
+
     def _lost(self) -> None:
         self.losses += 1
+        if self._fence is None:
+            self._fence = asyncio.get_running_loop().call_later(self.fence_after, self._gone)
         log.warning(
             "worker %s lost its presence session (the database ended it); not claiming "
             "until it is registered again",
@@ -138,6 +167,9 @@ class PresenceKeeper:
     async def close(self, timeout: float, leave: bool) -> None:
         """At the end of a stop: remove the row when nothing of ours is left running (the
         worker drained), then let go of the lock; what is left is rescued by a peer."""
+        if self._fence is not None:
+            self._fence.cancel()
+            self._fence = None
         hold, self._hold = self._hold, None
         self._present.clear()
         if hold is None:

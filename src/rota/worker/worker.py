@@ -97,6 +97,7 @@ class Worker:
             self.db,
             self.id,
             on_present=lambda: self._wake(None),
+            on_gone=self._presence_gone,
             enabled=self.settings.presence,
         )
         # The engine's own services, then whatever the plugged features bring: the worker
@@ -469,6 +470,14 @@ class Worker:
                 job.task,
                 time.monotonic() - since,
             )
+
+    def _presence_gone(self) -> None:
+        """Peers may rescue this worker's jobs any moment (its presence lock is gone and
+        could not be taken again in time): stop them now, as a lost lease does. Their
+        writes are fenced anyway; this keeps a job from running twice at once."""
+        for _, ctx in list(self._running.values()):
+            if not ctx.completed_in_transaction:
+                ctx.request_cancel("lost")
 
     def _replacement(self, completion: Completion, error: BaseException) -> Completion | None:
         """The completer's stand-in for an outcome the database refused."""
