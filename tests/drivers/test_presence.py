@@ -201,3 +201,22 @@ def test_a_session_cut_under_a_live_worker_registers_again_and_clears_its_mark(
             again.close()
     finally:
         app.close()
+
+
+@pytest.mark.postgres
+def test_the_presence_session_takes_server_options_beside_the_urls_own(pg_url: str) -> None:
+    """How soon the server notices a silent worker is set on its presence session; the
+    URL's own options (here the test's search_path) still apply."""
+    app = rota.App(pg_url)
+    app.migrate()
+    try:
+        hold = app.driver.presence.hold("w1", "-c tcp_keepalives_idle=7")
+        try:
+            (record,) = app.driver.presence.records()  # registered in the test's schema
+            assert record.worker == "w1" and record.held is True
+            conn = hold._conn  # type: ignore[attr-defined]
+            assert conn.execute("SHOW tcp_keepalives_idle").fetchone()["tcp_keepalives_idle"] == "7"
+        finally:
+            hold.close()
+    finally:
+        app.close()

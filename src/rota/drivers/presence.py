@@ -78,12 +78,14 @@ class PresenceStore:
 
     # --- the worker's side ------------------------------------------------------------
 
-    def hold(self, worker: str) -> PresenceHold:
+    def hold(self, worker: str, server_options: str = "") -> PresenceHold:
         """Take `worker`'s lock and record it as present, the lock first: a sweep never
-        sees the row without its lock. Raises PresenceTakenError when a live process
-        holds it (two workers with one id), DatabaseUnavailableError when the database
-        cannot be reached."""
-        return self._hold(worker, socket.gethostname(), os.getpid())
+        sees the row without its lock. `server_options` are session settings for the
+        server's side of a presence session (`-c tcp_keepalives_idle=...`: how soon the
+        server notices a worker gone silent). Raises PresenceTakenError when a live
+        process holds it (two workers with one id), DatabaseUnavailableError when the
+        database cannot be reached."""
+        return self._hold(worker, socket.gethostname(), os.getpid(), server_options)
 
     def leave(self, worker: str) -> None:
         """Remove `worker`'s row (a clean stop: nothing of it is left to rescue)."""
@@ -147,7 +149,7 @@ class PresenceStore:
 
     # --- what a dialect brings --------------------------------------------------------
 
-    def _hold(self, worker: str, host: str, pid: int) -> PresenceHold:
+    def _hold(self, worker: str, host: str, pid: int, server_options: str) -> PresenceHold:
         raise NotImplementedError
 
     @contextlib.contextmanager

@@ -37,6 +37,7 @@ class PresenceKeeper:
         on_gone: Callable[[], None] = lambda: None,
         interval: float = CHECK_INTERVAL,
         enabled: bool = True,
+        server_options: str = "",
     ) -> None:
         self.driver = driver
         self.db = db
@@ -51,6 +52,7 @@ class PresenceKeeper:
         self.interval = interval
         self._hold: PresenceHold | None = None
         self.enabled = enabled  # False: never registers, never holds claims back
+        self.server_options = server_options  # the presence session's, on the server
         self._present = asyncio.Event()
         self.registrations = 0
         self.losses = 0  # times the lock was found gone while the worker lived
@@ -94,7 +96,7 @@ class PresenceKeeper:
 
     async def _register(self) -> float:
         try:
-            hold = await self.db(self.driver.presence.hold, self.worker_id)
+            hold = await self.db(self.driver.presence.hold, self.worker_id, self.server_options)
         except Exception as exc:
             self.failures += 1
             delay = backoff_delay(self.failures, RETRY_BASE, RETRY_MAX)

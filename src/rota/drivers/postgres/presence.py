@@ -10,6 +10,7 @@ from typing import Any
 
 import psycopg
 import psycopg_pool
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 
 from rota.drivers.postgres.database import PostgresDatabase, _readable
@@ -59,8 +60,12 @@ class PostgresPresence(PresenceStore):
         super().__init__(database)
         self._pg = database
 
-    def _hold(self, worker: str, host: str, pid: int) -> SessionHold:
+    def _hold(self, worker: str, host: str, pid: int, server_options: str) -> SessionHold:
         conninfo = self._pg.conninfo() if callable(self._pg.conninfo) else self._pg.conninfo
+        if server_options:  # after the URL's own options (a search_path, say), not instead
+            params = conninfo_to_dict(conninfo)
+            params["options"] = f"{params.get('options', '')} {server_options}".strip()
+            conninfo = make_conninfo("", **params)
         try:
             conn = psycopg.connect(
                 conninfo,

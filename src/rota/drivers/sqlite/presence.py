@@ -48,7 +48,7 @@ class SQLitePresence(PresenceStore):
         digest = hashlib.sha256(worker.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         return os.path.join(self.folder, f"{digest}.lock")
 
-    def _hold(self, worker: str, host: str, pid: int) -> FileHold:
+    def _hold(self, worker: str, host: str, pid: int, server_options: str) -> FileHold:
         os.makedirs(self.folder, exist_ok=True)
         path = self.path(worker)
         fd = _lock(path)
