@@ -38,6 +38,7 @@ class PresenceKeeper:
         interval: float = CHECK_INTERVAL,
         enabled: bool = True,
         server_options: str = "",
+        grace: float | None = None,
     ) -> None:
         self.driver = driver
         self.db = db
@@ -47,7 +48,8 @@ class PresenceKeeper:
         # worker's jobs any moment (their grace, less the time to notice the loss and a
         # margin): the worker stops its jobs first, so none runs twice at once.
         self.on_gone = on_gone
-        self.fence_after = max(0.0, driver.presence.grace - interval - FENCE_MARGIN)
+        grace = driver.presence.grace if grace is None else grace  # the peers' sweeps'
+        self.fence_after = max(0.0, grace - interval - FENCE_MARGIN)
         self._fence: asyncio.TimerHandle | None = None  # armed while a loss lasts
         self.interval = interval
         self._hold: PresenceHold | None = None

@@ -99,6 +99,7 @@ class Worker:
             on_present=lambda: self._wake(None),
             on_gone=self._presence_gone,
             enabled=self.settings.presence,
+            grace=self.settings.presence_grace,
         )
         # The engine's own services, then whatever the plugged features bring: the worker
         # names none of them.
