@@ -5,7 +5,6 @@ killed and the kernel closes its socket. The sweep's SQL reads pg_locks itself."
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import psycopg
@@ -16,8 +15,6 @@ from psycopg.rows import dict_row
 from rota.drivers.postgres.database import PostgresDatabase, _readable
 from rota.drivers.presence import PresenceStore, PresenceTakenError
 from rota.errors import DatabaseUnavailableError
-
-log = logging.getLogger("rota.presence")
 
 # Seconds to connect the presence session: a worker that cannot is not claiming anyway.
 CONNECT_TIMEOUT = 5
