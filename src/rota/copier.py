@@ -21,6 +21,7 @@ from rota.job import JobState
 SKIPPED = {
     "rota_migrations": "the target records its own migrations",
     "rota_leaders": "leadership is re-elected on the target",
+    "rota_presence": "live workers register on the target when they start",
 }
 
 Transform = Callable[[Any], Any]

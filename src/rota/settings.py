@@ -57,6 +57,14 @@ class WorkerSettings:
     maintenance: bool = True  # take part in leader election and run the services
     stage_interval: float = 1.0
     rescue_interval: float = 5.0
+    # Every worker checks this often for peers whose process died (their presence lock
+    # is free) and rescues their jobs at once; a peer must stay gone presence_grace
+    # seconds first (None: the dialect's, 1.5 s on PostgreSQL, 0 on SQLite).
+    presence_interval: float = 1.0
+    presence_grace: float | None = None
+    # Register presence (False: behind a transaction-mode pooler, where a session-level
+    # lock would outlive this process or vanish under it; rescue then waits for leases).
+    presence: bool = True
     leader_ttl: float = 15.0
     prune_interval: float = 60.0
     cron_interval: float = 1.0  # leader: seconds between passes over the cron schedules
@@ -134,6 +142,7 @@ class WorkerSettings:
             "poll_interval",
             "stage_interval",
             "rescue_interval",
+            "presence_interval",
             "leader_ttl",
             "prune_interval",
             "cron_interval",
@@ -178,6 +187,10 @@ class WorkerSettings:
                 )
         if not 1 <= self.prune_batch <= 100_000:
             raise ConfigurationError("prune_batch must be 1-100000")
+        if self.presence_grace is not None and not 0 <= self.presence_grace < math.inf:
+            raise ConfigurationError(
+                f"presence_grace must be seconds >= 0, not {self.presence_grace!r}"
+            )
         if self.grace < 0:
             raise ConfigurationError("grace must be >= 0 seconds")
         if self.heartbeat is not None and self.heartbeat >= self.lease:

@@ -142,6 +142,12 @@ from rota.worker.supervisor import EXIT_SCHEMA, REQUESTS, supervise
 )
 @click.option("--no-maintenance", is_flag=True, help="Never lead the maintenance services.")
 @click.option(
+    "--no-presence",
+    is_flag=True,
+    help="Do not register presence (behind a transaction-mode pooler, whose server sessions "
+    "outlive this process): a killed worker's jobs then wait for their leases.",
+)
+@click.option(
     "--health-port",
     type=click.IntRange(0, 65_535),
     help="Serve /livez, /readyz and /metrics/keda on this port (off by default; 0: any).",
@@ -205,6 +211,7 @@ def worker(
     workflow_interval: float,
     leader_ttl: float,
     no_maintenance: bool,
+    no_presence: bool,
     health_port: int | None,
     health_host: str,
     metrics_port: int | None,
@@ -242,6 +249,7 @@ def worker(
             heartbeat=heartbeat,
             poll_interval=poll_interval,
             maintenance=not no_maintenance,
+            presence=not no_presence,
             rescue_interval=rescue_interval,
             stage_interval=stage_interval,
             cron_interval=cron_interval,
@@ -330,6 +338,8 @@ def worker(
                 argv += [flag, str(value)]
         if no_maintenance:
             argv.append("--no-maintenance")
+        if no_presence:
+            argv.append("--no-presence")
         for kept in retention:
             argv += ["--retention", kept]
         for label in capabilities:

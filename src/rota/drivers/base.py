@@ -10,12 +10,15 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from rota.drivers.catalog import CatalogStore
 from rota.drivers.database import Database
 from rota.drivers.deadlines import Deadlines
 from rota.job import Job, JobState
+
+if TYPE_CHECKING:  # presence reads RescueReport from here
+    from rota.drivers.presence import PresenceStore
 
 # Called by a notifier when jobs may be waiting: with a queue name, or None for "any queue".
 WakeFunc = Callable[[str | None], None]
@@ -305,6 +308,11 @@ class Driver(Protocol):
 
     @property
     def copy(self) -> CopyStore: ...
+
+    @property
+    def presence(self) -> PresenceStore:
+        """Who is alive: a dead worker's jobs are rescued at once (rota.drivers.presence)."""
+        ...
 
     def close(self) -> None: ...
 

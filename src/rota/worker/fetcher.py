@@ -51,6 +51,7 @@ class Fetcher:
         completer: Completer,
         claims: Mapping[str, str],
         capabilities: tuple[str, ...] = (),
+        gate: Callable[[], bool] = lambda: True,
     ) -> None:
         self.driver = driver
         self.db = db
@@ -65,6 +66,10 @@ class Fetcher:
         self.completer = completer
         self.claims = claims  # queue mode -> its named claim statement
         self.capabilities = capabilities  # only jobs these cover are claimed (rota.routing)
+        # Claims wait while this is false: the worker is not registered as present
+        # (worker.presence), so its peers could rescue what it claims (#17).
+        self.gate = gate
+        self.gated = 0  # claims not made because of it (tests wait on this)
         self.mode = PLAIN  # how the queue is claimed; the database corrects it on a claim
         self._wake = asyncio.Event()
         self._more = True  # the last claim says more jobs are likely waiting
@@ -121,6 +126,9 @@ class Fetcher:
             switched = False
             carry = True
             while self.free > 0 and not stop.is_set():
+                if not self.gate():
+                    self.gated += 1  # woken again once present (Worker._wake)
+                    break
                 query = self.claims.get(self.mode)
                 if query is None:
                     self._refuse_mode()

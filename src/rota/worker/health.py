@@ -264,6 +264,9 @@ class WorkerHealth:
             "running": worker.running,
             "hung": worker.hung,
             "db_calls_hung": hung,
+            # False for the moment a cut presence session takes to come back: not
+            # claiming meanwhile (#17), too brief to turn the worker unready.
+            "present": worker.presence.present,
         }
         # How wake-ups arrive ("listening", "polling", ...): shown, never a reason to be
         # unready, since polling still finds every job.

@@ -74,6 +74,17 @@ class WorkerCollector(Collector):
         )
         yield from _partition_metrics(worker)
         yield GaugeMetricFamily(
+            "rota_worker_present",
+            "1 while the worker holds its presence lock (it claims only then; a peer "
+            "rescues the jobs of a worker whose lock is gone).",
+            value=1 if worker.presence.present else 0,
+        )
+        yield CounterMetricFamily(
+            "rota_worker_presence_losses",
+            "Times the presence lock was lost while the worker lived (its session was cut).",
+            value=worker.presence.losses,
+        )
+        yield GaugeMetricFamily(
             "rota_worker_ready",
             "1 while the worker fetches jobs (started, database reachable, not draining).",
             value=1 if worker.ready else 0,

@@ -23,7 +23,7 @@ from rota.errors import DatabaseUnavailableError
 from rota.job import Job
 from rota.maintenance.leader import Elector
 from rota.maintenance.pruner import Pruner
-from rota.maintenance.rescuer import Rescuer
+from rota.maintenance.rescuer import PresenceRescuer, Rescuer
 from rota.maintenance.service import PeriodicService, backoff_delay
 from rota.maintenance.stager import Stager
 from rota.settings import WorkerSettings
@@ -34,6 +34,7 @@ from rota.worker.db_calls import DbCalls
 from rota.worker.executor import Executor
 from rota.worker.fetcher import Fetcher
 from rota.worker.heartbeat import Heartbeater
+from rota.worker.presence import PresenceKeeper
 from rota.worker.progress import ProgressWriter
 from rota.worker.supervisor import DRAIN_SIGNAL, EXIT_HUNG, HALT_SIGNAL
 
@@ -110,12 +111,26 @@ class Worker:
         )
         self.progress = ProgressWriter(self.driver, self.db)
         self.elector = Elector(self.driver, self.id, self.settings.leader_ttl)
+        # Present before the first claim, and claiming only while present (#17).
+        self.presence = PresenceKeeper(
+            self.driver,
+            self.db,
+            self.id,
+            on_present=lambda: self._wake(None),
+            on_gone=self._presence_gone,
+            enabled=self.settings.presence,
+            grace=self.settings.presence_grace,
+            # The server drops a silent presence session no sooner than this worker stops
+            # its jobs (#21): its keepalives are set from the lease, not postgresql.conf.
+            server_options=self.settings.server_detection.conninfo_options(),
+        )
         # The engine's own services, then whatever the plugged features bring: the worker
         # names none of them.
         settings = self.settings
         self.services: list[PeriodicService] = [
             Stager(self.driver, settings.stage_interval),
             Rescuer(self.driver, settings.rescue_interval),
+            PresenceRescuer(self.driver, settings.presence_interval, settings.presence_grace),
             Pruner(
                 self.driver,
                 settings.prune_interval,
@@ -268,6 +283,7 @@ class Worker:
         )
         background.append(asyncio.create_task(self.progress.run(stop_parts), name="rota-progress"))
         background.append(asyncio.create_task(self._guard(stop_parts), name="rota-lease-guard"))
+        background.append(asyncio.create_task(self.presence.run(stop_parts), name="rota-presence"))
         notifier = self.notifier = self.driver.notifier()
         background.append(
             asyncio.create_task(notifier.run(self._wake, self._control), name="rota-notify")
@@ -284,6 +300,9 @@ class Worker:
                     name=f"rota-{service.name}",
                 )
             )
+        # Registered as present before the first claim: from then on, if this process
+        # dies, its peers rescue its jobs at once (#17).
+        await self.presence.wait(self._stop)
         fetch_tasks = []
         claims = self.app.claim_queries()
         for queue, concurrency in self.settings.queues.items():
@@ -300,12 +319,16 @@ class Worker:
                 completer=self.completer,
                 claims=claims,
                 capabilities=tuple(sorted(self.settings.capabilities)),
+                gate=lambda: self.presence.present,
             )
             fetcher.paused = lambda: self.cut_off
             self.fetchers[queue] = fetcher
             fetch_tasks.append(
                 asyncio.create_task(fetcher.run(self._stop), name=f"rota-fetch-{queue}")
             )
+        # Claim at once: a wake-up the notifier sent while presence was registering
+        # found no fetcher yet.
+        self._wake(None)
         self.ready = True
         log.info(
             "worker %s started: queues %s%s",
@@ -340,6 +363,9 @@ class Worker:
             await self._bounded(self.db(self.elector.resign), deadline, "resigning leadership")
             for service in self.services:  # what a service held expires on its own anyway
                 await self._bounded(self.db(service.close), deadline, f"{service.name}: closing")
+            # Last: until now the jobs were ours. Whatever is still held (a task that
+            # ignored the stop) a peer rescues once the presence lock is let go.
+            await self.presence.close(_left(deadline), leave=self.heartbeater.held == 0)
             self._db_pool.shutdown(wait=False)
             # Threads still running a sync task past the grace cannot be killed; they are
             # fenced (their leases are gone) and die with the process.
@@ -541,6 +567,12 @@ class Worker:
                 job.task,
                 time.monotonic() - since,
             )
+
+    def _presence_gone(self) -> None:
+        """Peers may rescue this worker's jobs any moment (its presence lock is gone and
+        could not be taken again in time): stop them now, as a lost lease does. Their
+        writes are fenced anyway; this keeps a job from running twice at once."""
+        self.heartbeater.fence_all("presence session lost")
 
     def _replacement(self, completion: Completion, error: BaseException) -> Completion | None:
         """The completer's stand-in for an outcome the database refused."""

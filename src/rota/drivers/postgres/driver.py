@@ -20,6 +20,7 @@ from rota.drivers.postgres.copy import PostgresCopyStore
 from rota.drivers.postgres.database import PostgresDatabase
 from rota.drivers.postgres.deadlines import cut
 from rota.drivers.postgres.jobs import PostgresJobExtras
+from rota.drivers.postgres.presence import PostgresPresence
 from rota.drivers.sql import SQLDriver
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
@@ -44,6 +45,7 @@ class PostgresDriver(PostgresJobExtras, SQLDriver):
         super().__init__(self._pg)
         self._conninfo = self._pg.conninfo
         self.copy = PostgresCopyStore(self)
+        self.presence = PostgresPresence(self._pg)
 
     # --- connections (through the dialect seam) ----------------------------------------
 

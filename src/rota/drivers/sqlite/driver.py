@@ -13,6 +13,7 @@ from rota.drivers.deadlines import Deadlines
 from rota.drivers.sql import SQLDriver
 from rota.drivers.sqlite.copy import SQLiteCopyStore
 from rota.drivers.sqlite.database import SQLiteDatabase
+from rota.drivers.sqlite.presence import SQLitePresence
 from rota.drivers.sqlite.watch import DataVersionNotifier
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
@@ -33,6 +34,7 @@ class SQLiteDriver(SQLDriver):
         self._path = url.path
         self._busy_ms = self._sqlite.busy_ms
         self.copy = SQLiteCopyStore(self)
+        self.presence = SQLitePresence(self._sqlite)
 
     # --- connections (through the dialect seam) ----------------------------------------
 

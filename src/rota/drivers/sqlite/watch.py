@@ -49,10 +49,11 @@ class DataVersionNotifier:
         stop = threading.Event()
 
         def changed() -> None:
+            # A commit seen as the worker stops (its own last writes: resigning, leaving
+            # its presence) may come after its loop has closed: nobody is left to wake.
             if stop.is_set():
                 return
-            # The watcher may see a last commit while the loop is being closed.
-            with contextlib.suppress(RuntimeError):
+            with contextlib.suppress(RuntimeError):  # closed between the check and here
                 loop.call_soon_threadsafe(wake, None)
 
         watch = self._watch_inotify if self._use_inotify else self._watch_poll
