@@ -197,6 +197,14 @@ class WorkerSettings:
             raise ConfigurationError(
                 f"heartbeat ({self.heartbeat}s) must be shorter than the lease ({self.lease}s)"
             )
+        if self.heartbeat is not None and self.heartbeat >= self.fence_after:
+            # The lease clock stops a job fence_after seconds after its last renewal: a
+            # beat that comes later would stop jobs on a healthy database.
+            raise ConfigurationError(
+                f"heartbeat ({self.heartbeat}s) must be shorter than the lease less its "
+                f"margin ({self.fence_after:g}s = lease - lease_margin); the default, "
+                "lease / 3, leaves room for a slow beat"
+            )
         if not 1 <= self.fetch_batch <= 10_000:
             raise ConfigurationError("fetch_batch must be 1-10000")
         if self.health_port is not None and (

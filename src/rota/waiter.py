@@ -87,7 +87,12 @@ class Waiters:
                 with self._lock:
                     callbacks = self._waiting.pop(job.id, [])
                 for done in callbacks:
-                    done(job)
+                    # One waiter's failure (its event loop closed meanwhile) must not end
+                    # the listener that every other waiter of this App depends on.
+                    try:
+                        done(job)
+                    except Exception:
+                        log.warning("a waiter of job %s could not be woken", job.id, exc_info=True)
 
 
 def outcome(job: Job) -> object:
@@ -157,8 +162,8 @@ async def wait_async(
             return outcome(job)
         return outcome(await future)
 
-    await asyncio.to_thread(waiters.add, job_id, done)
     try:
+        await asyncio.to_thread(waiters.add, job_id, done)
         return await asyncio.wait_for(until_done(), timeout)
     except TimeoutError:
         raise _timed_out(job_id, timeout) from None

@@ -194,7 +194,8 @@ def test_2_jobs_are_stopped_before_their_lease_runs_out_while_cut_off(
             a = part.direct.enqueue("slow_sync")
             b = part.direct.enqueue("slow_async")
             await async_wait_for(lambda: worker.running == 2)
-            await asyncio.sleep(2 * HEARTBEAT)  # renewed at least once
+            beats = worker.heartbeater.beats
+            await async_wait_for(lambda: worker.heartbeater.beats > beats)  # renewed once
             with caplog.at_level(logging.ERROR, logger="rota.worker"):
                 part.proxy.blackhole()
                 cut_at = time.monotonic()
@@ -267,10 +268,13 @@ def test_3_claims_pause_while_cut_off_and_no_job_starts_on_a_late_claim(
             part.proxy.mute()
             job = part.direct.enqueue("record")
             await asyncio.sleep(LEASE + 1)
-            knew = getattr(worker, "cut_off", False)
-            sent = getattr(fetcher, "claim_sent", None)
+            knew = worker.cut_off
+            # Paused, not merely backing off after a failed claim: the gate is shut and
+            # no claim goes out while it is.
+            gate_shut = fetcher.paused()
+            sent = fetcher.claim_sent
             await asyncio.sleep(1.0)
-            paused = sent is not None and getattr(fetcher, "claim_sent", None) == sent
+            paused = gate_shut and fetcher.paused() and fetcher.claim_sent == sent
             part.proxy.forward()
             await async_wait_for(lambda: _state(part.direct, job.id) == "completed", timeout=20)
             assert starts and all(in_time for _, _, in_time in starts), starts
@@ -336,7 +340,7 @@ def test_4_a_silent_database_is_logged_shown_and_counted(
                 part.proxy.blackhole()
                 cut_at = time.monotonic()
                 await async_wait_for(lambda: not probes.ready().ok, timeout=HEARTBEAT * 4)
-                assert time.monotonic() - cut_at < HEARTBEAT + worker.hang_after + 0.5
+                assert time.monotonic() - cut_at < HEARTBEAT + worker.hang_after + 1.0
 
                 def hung() -> list[str]:
                     return [
@@ -345,10 +349,10 @@ def test_4_a_silent_database_is_logged_shown_and_counted(
                         if "job_lease_renew has had no answer for" in r.getMessage()
                     ]
 
-                await async_wait_for(hung, timeout=5)  # logged, with its age
+                await async_wait_for(hung, timeout=15)  # logged, with its age
                 assert worker.calls.hung_total >= 1
                 # Cut at its deadline, so the next beat is tried (and logged) again.
-                await async_wait_for(lambda: worker.heartbeater.failures >= 1, timeout=5)
+                await async_wait_for(lambda: worker.heartbeater.failures >= 1, timeout=15)
                 assert probes.live().ok, "a silent database is not a reason to restart"
                 metrics = render_text(worker_registry(worker))
                 assert "rota_worker_cut_off 1.0" in metrics

@@ -142,7 +142,8 @@ def test_only_awaited_jobs_notify(app: rota.App, dialect: str) -> None:
             )
         )
         payloads = [n.payload for n in listener.notifies(timeout=1.0)]
-    assert payloads == [str(awaited.id)]
+    # The channel is the database's: runs in other schemas may notify on it too.
+    assert [p for p in payloads if int(p) in done] == [str(awaited.id)]
 
 
 def test_waiting_does_not_poll_the_row(app: rota.App, dialect: str) -> None:

@@ -81,12 +81,12 @@ def configure_default() -> bool:
         return False
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(_TEXT_FORMAT))
+    # The application may configure logging later: from then on its handlers get rota's
+    # records (they still propagate) and this one stands aside, so nothing shows twice.
+    handler.addFilter(lambda record: not root.handlers)
     rota_log.addHandler(handler)
     if rota_log.level == logging.NOTSET:
         rota_log.setLevel(logging.INFO)
-    # The application may configure logging later: its root handler then gets rota's
-    # records and this one stays, so keep them from reaching the root twice.
-    rota_log.propagate = False
     return True
 
 

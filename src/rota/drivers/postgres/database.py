@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import select
+import time
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
@@ -18,7 +19,7 @@ from psycopg.rows import dict_row
 from rota.drivers import queries
 from rota.drivers.adapters import plain_connection
 from rota.drivers.database import Params, Row
-from rota.drivers.deadlines import Deadlines
+from rota.drivers.deadlines import Deadlines, current_deadline
 from rota.drivers.postgres.deadlines import CallWatch, DeadlinePool, conninfo_with
 from rota.drivers.url import DatabaseURL, SecretFilter
 from rota.errors import (
@@ -167,7 +168,10 @@ class PostgresDatabase:
             self._pool.open(wait=False)
             self._opened = True
         try:
-            with self._pool.connection() as conn, self.watch.watching(conn):
+            with (
+                self._pool.connection(timeout=_checkout_timeout()) as conn,
+                self.watch.watching(conn),
+            ):
                 yield conn
         except psycopg_pool.PoolTimeout as exc:
             raise DatabaseUnavailableError(
@@ -277,3 +281,13 @@ def _readable(fd: int) -> bool:
         poller.register(fd, select.POLLIN)
         return bool(poller.poll(0))  # POLLHUP and POLLERR count as an answer too
     return bool(select.select([fd], [], [], 0)[0])
+
+
+def _checkout_timeout() -> float | None:
+    """How long a call may wait for a free connection: until its deadline when it has
+    one (the pool's own 10 s otherwise). Calls hung on a silent link hold connections
+    until they are cut, and a heartbeat queued behind them must fail in time to be
+    retried, not wait out the pool."""
+    deadline = current_deadline()
+    at = None if deadline is None else deadline()
+    return None if at is None else max(0.05, at - time.monotonic())

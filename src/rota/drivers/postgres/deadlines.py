@@ -104,22 +104,27 @@ class CallWatch:
     def _run(self) -> None:
         while not self._closed.wait(WATCH_TICK):
             now = time.monotonic()
+            cut_now: list[_Call] = []
+            # Decided and cut under the lock: once its owner has returned a connection
+            # (watching() pops it under this lock) another thread may be using it, and
+            # cutting it then would fail a call that did nothing wrong.
             with self._lock:
-                calls = list(self._calls.values())
-            for call in calls:
-                if call.cut:
-                    continue
-                at = call.deadline()
-                if at is not None and now >= at:
-                    call.cut = True
-                    self.cut_total += 1
-                    log.warning(
-                        "a database call in %s has had no answer for %.1fs, past its "
-                        "deadline: cutting its connection (the link is silent)",
-                        call.thread,
-                        now - call.started,
-                    )
-                    cut(call.conn)
+                for call in self._calls.values():
+                    if call.cut:
+                        continue
+                    at = call.deadline()
+                    if at is not None and now >= at:
+                        call.cut = True
+                        self.cut_total += 1
+                        cut(call.conn)
+                        cut_now.append(call)
+            for call in cut_now:
+                log.warning(
+                    "a database call in %s has had no answer for %.1fs, past its "
+                    "deadline: its connection was cut (the link is silent)",
+                    call.thread,
+                    now - call.started,
+                )
 
 
 def cut(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
