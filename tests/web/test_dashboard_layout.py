@@ -263,7 +263,11 @@ def test_a_batch_waiting_out_its_backoff_says_when_it_runs_next(shop: dict[str, 
     ],
 )
 def test_the_purge_and_cancel_panels_fit_at_1366(
-    shop: dict[str, Any], path: str, opener: str, expect: str, tmp_path_factory: pytest.TempPathFactory
+    shop: dict[str, Any],
+    path: str,
+    opener: str,
+    expect: str,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """#19: the dry run's panel, its buttons and the audit list inside the viewport."""
     from selenium.webdriver.common.by import By
