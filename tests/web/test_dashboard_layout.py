@@ -253,3 +253,36 @@ def test_a_batch_waiting_out_its_backoff_says_when_it_runs_next(shop: dict[str, 
     assert text.startswith("backing off after 1 failed attempt: next run in ")
     d = open_page(shop, "/batches")
     assert "next run in " in d.find_element(By.TAG_NAME, "main").text
+
+
+@pytest.mark.parametrize(
+    ("path", "opener", "expect"),
+    [
+        ("/", 'button[data-purge="mail"]', "waiting jobs of queue mail"),
+        ("/jobs?queue=payments&task=shop.charge", "#cancel-matching", "of queue payments"),
+    ],
+)
+def test_the_purge_and_cancel_panels_fit_at_1366(
+    shop: dict[str, Any],
+    path: str,
+    opener: str,
+    expect: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """#19: the dry run's panel, its buttons and the audit list inside the viewport."""
+    from selenium.webdriver.common.by import By
+
+    d = open_page(shop, path)
+    wait(d, lambda d: d.find_element(By.CSS_SELECTOR, opener)).click()
+    wait(d, lambda d: expect in d.find_element(By.ID, "bulk-result").text)
+    shots = Path(os.environ.get("ROTA_SCREENSHOTS") or tmp_path_factory.mktemp("shots"))
+    shots.mkdir(parents=True, exist_ok=True)
+    name = "overview-purge" if path == "/" else "jobs-cancel"
+    d.save_screenshot(str(shots / f"{name}-1366x768.png"))
+    buttons = d.execute_script(BUTTONS)
+    assert {"Close", "Dry run again"} <= {b["text"] for b in buttons}
+    outside = [b for b in buttons if b["left"] < 0 or b["right"] > WIDTH]
+    assert not outside, f"{name}: buttons outside the viewport: {outside}"
+    assert not d.execute_script(PANELS)
+    d.find_element(By.ID, "bulk-close").click()  # a dry run only: the shop stays as it was
+    assert not d.find_element(By.ID, "bulk-panel").is_displayed()

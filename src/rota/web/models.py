@@ -49,6 +49,7 @@ class JobQuery(Strict):
     key: Text | None = Field(None, description="Idempotency key (exact).")
     task: Text | None = Field(None, description="Task name (exact).")
     queue: Name | None = None
+    tenant: Name | None = Field(None, description="Tenant (exact).")
     state: list[JobState] = Field(default_factory=list, max_length=7)
     text: Text | None = Field(None, description="Text in the JSON arguments (substring).")
     before_id: JobId | None = Field(None, description="Page: only jobs with a smaller id.")

@@ -249,6 +249,11 @@ pages.overview = async () => {
           onclick: (e) => act(e.target, `/api/queues/${encodeURIComponent(q.name)}/${q.paused ? "resume" : "pause"}`,
             `queue ${q.name} ${q.paused ? "resumed" : "paused"}`) }, q.paused ? "Resume" : "Pause")
       : "";
+    const purge = can("operate") && $("bulk-panel")
+      ? el("button", { type: "button", class: "danger", "data-purge": q.name, title: `cancel every waiting job of ${q.name} (dry run first)`,
+          onclick: () => bulkOpen({ title: `Purge queue ${q.name}`, verb: "Purge", path: `/api/queues/${encodeURIComponent(q.name)}/purge`,
+            selection: {}, what: `waiting jobs of queue ${q.name}` }) }, "Purge")
+      : "";
     return el("tr", { "data-queue": q.name },
       el("td", {}, el("a", { href: ROOT + "/jobs?queue=" + encodeURIComponent(q.name) }, el("b", {}, q.name))),
       el("td", {}, q.paused ? badge("paused") : badge("ok")),
@@ -259,20 +264,21 @@ pages.overview = async () => {
       el("td", { class: "num" }, dur(q.oldest_available_age_s)),
       el("td", { class: "num" }, qDone.toFixed(1)),
       el("td", {}, spark(sum([s.enqueued], size), "#2563eb")),
-      el("td", { class: "num" }, toggle));
+      el("td", { class: "num nowrap" }, toggle, toggle && purge ? " " : "", purge));
   }));
 };
 
+const SEARCH_FIELDS = ["q", "state", "queue", "task", "tenant"];
 function searchForm(defaults) {
   const form = $("search");
   const url = new URLSearchParams(location.search);
-  for (const name of ["q", "state", "queue"]) {
+  for (const name of SEARCH_FIELDS) {
     if (form.elements[name] && url.get(name)) form.elements[name].value = url.get(name);
   }
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     const p = new URLSearchParams();
-    for (const name of ["q", "state", "queue"]) {
+    for (const name of SEARCH_FIELDS) {
       const v = form.elements[name] && form.elements[name].value.trim();
       if (v) p.set(name, v);
     }
@@ -282,7 +288,7 @@ function searchForm(defaults) {
   });
   return () => {
     const p = new URLSearchParams(defaults);
-    for (const name of ["q", "state", "queue"]) {
+    for (const name of SEARCH_FIELDS) {
       const v = form.elements[name] && form.elements[name].value.trim();
       if (v) p.set(name, v);
     }
@@ -292,9 +298,113 @@ function searchForm(defaults) {
   };
 }
 
+// --- queue purge and bulk cancel: a dry run first (counts per task), then a reason, then
+// the action itself, which the server keeps in its audit log (GET /api/audit).
+const CANCELLABLE = ["scheduled", "available", "retryable", "running"];
+let bulk = null; // what the open panel would do: { title, verb, path, selection, what }
+function bulkShow(text, bad) {
+  const r = $("bulk-result");
+  r.className = "notice" + (bad ? " bad" : "");
+  r.textContent = text;
+}
+const perTask = (out) => Object.entries(out.per_task).map(([t, n]) => `${t} × ${num(n)}`).join(", ");
+async function bulkDryRun() {
+  const spec = bulk, go = $("bulk-go"), reason = $("bulk-form").elements.reason.value.trim();
+  go.disabled = true;
+  bulkShow("Counting…");
+  try {
+    // A dry run changes nothing, but the API asks every call for a reason.
+    const out = await api(spec.path, { method: "POST", json: { ...spec.selection, reason: reason || "dry run", dry_run: true } });
+    if (bulk !== spec) return;
+    const of = out.matched > out.count ? ` (the oldest ${num(out.count)} of ${num(out.matched)} matching)` : "";
+    bulkShow(out.count ? `Dry run: would cancel ${num(out.count)} ${spec.what}${of}: ${perTask(out)}. Nothing changed yet. Give a reason, then ${spec.verb.toLowerCase()}.`
+      : `Dry run: no ${spec.what}, nothing to cancel.`);
+    spec.count = out.count;
+    go.textContent = `${spec.verb} ${num(out.count)}`;
+    go.disabled = out.count === 0;
+  } catch (err) {
+    if (bulk === spec) bulkShow(`Dry run failed: ${err.message || "no answer from the server"}`, true);
+  }
+}
+function bulkOpen(spec) {
+  const panel = $("bulk-panel");
+  if (!panel) return;
+  bulk = spec;
+  panel.hidden = false;
+  $("bulk-title").textContent = spec.title;
+  $("bulk-go").textContent = spec.verb;
+  if (spec.error) { $("bulk-go").disabled = true; bulkShow(spec.error, true); }
+  else bulkDryRun();
+  panel.scrollIntoView({ block: "nearest" });
+}
+async function bulkRun(e) {
+  e.preventDefault();
+  const spec = bulk, go = $("bulk-go"), form = $("bulk-form");
+  if (!spec || spec.error || go.disabled) return;
+  const reason = form.elements.reason.value.trim();
+  if (!reason) { bulkShow("Give a reason: it is kept in the audit log.", true); form.elements.reason.focus(); return; }
+  go.disabled = true;
+  try {
+    const out = await api(spec.path, { method: "POST", json: { ...spec.selection, reason, dry_run: false } });
+    bulkShow(`Cancelled ${num(out.count)} ${spec.what}` + (out.count ? `: ${perTask(out)}` : "") + ` (audit #${out.audit_id}).`);
+    flash(`${spec.verb.toLowerCase()}: ${num(out.count)} cancelled`);
+    go.textContent = spec.verb;
+    form.elements.reason.value = "";
+    drawn.clear();
+    await refresh();
+  } catch (err) {
+    bulkShow(`${spec.verb} failed: ${err.message || "no answer from the server"}`, true);
+    go.disabled = false;
+  }
+}
+if ($("bulk-panel")) {
+  $("bulk-form").addEventListener("submit", bulkRun);
+  $("bulk-dry").addEventListener("click", () => { if (bulk && !bulk.error) bulkDryRun(); });
+  $("bulk-close").addEventListener("click", () => { bulk = null; $("bulk-panel").hidden = true; });
+}
+
+// The Jobs page's filter as a bulk cancel's selection; free text cannot select jobs.
+function cancelSpec() {
+  const f = $("search").elements;
+  const v = (name) => (f[name] ? f[name].value.trim() : "");
+  const spec = { title: "Cancel matching jobs", verb: "Cancel", path: "/api/jobs/cancel", selection: {} };
+  const parts = [];
+  for (const name of ["queue", "task", "tenant"]) if (v(name)) { spec.selection[name] = v(name); parts.push(`${name} ${v(name)}`); }
+  const state = v("state");
+  if (state) spec.selection.states = [state];
+  spec.what = (state ? `${state} ` : "waiting ") + "jobs" + (parts.length ? " of " + parts.join(", ") : "");
+  if (v("q")) spec.error = "The free-text search cannot select jobs to cancel: clear it and use the queue, task, tenant and state fields.";
+  else if (state && !CANCELLABLE.includes(state)) spec.error = `Jobs that are ${state} are finished: only scheduled, available, retryable or running jobs can be cancelled.`;
+  else if (!parts.length) spec.error = "Narrow the filter first (a queue, a task or a tenant): cancelling every job is not offered here.";
+  return spec;
+}
+
+const selectionText = (s) => Object.entries(s || {}).filter(([, v]) => v !== null && v !== undefined)
+  .map(([k, v]) => (k === "ids" ? `${v.length} ids` : `${k} ${Array.isArray(v) ? v.join(",") : v}`)).join(" · ");
+async function drawAudit() {
+  const node = $("audit");
+  if (!node) return;
+  const rows = await api("/api/audit?limit=5");
+  if (unchanged("audit", rows)) return;
+  fill(node, rows.length ? rows.map((r) => el("tr", { "data-audit": r.id }, el("td", { class: "num" }, r.id),
+    el("td", { class: "nowrap" }, when(r.created_at)), el("td", {}, r.action), el("td", { class: "trunc" }, r.principal),
+    el("td", { class: "trunc" }, r.reason), el("td", { class: "trunc mono grow" }, selectionText(r.selection)),
+    el("td", { class: "num" }, num(r.count))))
+    : [emptyRow(7, "No purge or bulk cancel yet.")]);
+}
+
 let jobQuery = null;
 pages.jobs = async () => {
-  jobQuery = jobQuery || searchForm({ limit: "100" });
+  if (!jobQuery) {
+    jobQuery = searchForm({ limit: "100" });
+    const cancel = $("cancel-matching");
+    // Apply the filter as typed (the list then shows what the cancel selects), then count.
+    if (cancel && can("operate")) {
+      cancel.addEventListener("click", () => { bulk = null; $("search").requestSubmit(); bulkOpen(cancelSpec()); });
+      // A new filter while the panel is open: count what the new one selects.
+      $("search").addEventListener("submit", () => { if (bulk && bulk.path === "/api/jobs/cancel") bulkOpen(cancelSpec()); });
+    }
+  }
   const jobs = await api("/api/jobs?" + jobQuery());
   if (unchanged("jobs", jobs)) return;
   $("subtitle").textContent = jobs.length + (jobs.length === 100 ? "+" : "") + " found";
@@ -780,6 +890,12 @@ pages.saga = async () => {
   $("retry").onclick = (e) => act(e.target, `/api/sagas/${encodeURIComponent(s.key)}/retry`, "retried");
   $("abort").onclick = (e) => act(e.target, `/api/sagas/${encodeURIComponent(s.key)}/abort`, "aborted: compensating", { method: "POST", json: {} });
 };
+
+// The overview and the jobs page list the latest purges and bulk cancels too.
+for (const name of ["overview", "jobs"]) {
+  const page = pages[name];
+  pages[name] = async () => { await Promise.all([page(), drawAudit()]); };
+}
 
 // --- login, navigation counters and the refresh loop --------------------------------------
 

@@ -8,6 +8,7 @@ WHERE (%(q)s::text IS NULL OR id = %(q_id)s::bigint OR key = %(q)s::text
   AND (%(key)s::text IS NULL OR key = %(key)s::text)
   AND (%(task)s::text IS NULL OR task = %(task)s::text)
   AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
   AND (cardinality(%(states)s::text[]) = 0 OR state = ANY(%(states)s::text[]))
   AND (%(text)s::text IS NULL OR strpos(lower(args::text), lower(%(text)s::text)) > 0)
   AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s::bigint)

@@ -8,6 +8,7 @@ WHERE (:q IS NULL OR id = :q_id OR key = :q OR task = :q
   AND (:key IS NULL OR key = :key)
   AND (:task IS NULL OR task = :task)
   AND (:queue IS NULL OR queue = :queue)
+  AND (:tenant IS NULL OR tenant = :tenant)
   AND (:states = '[]' OR state IN (SELECT value FROM json_each(:states)))
   AND (:text IS NULL OR instr(lower(args), lower(:text)) > 0)
   AND (:before_id IS NULL OR id < :before_id)
