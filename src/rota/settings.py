@@ -98,7 +98,7 @@ class WorkerSettings:
     # Leave (exit status 4) once every slot is held by a sync task hung past its timeout,
     # so that a supervisor starts a fresh process: `--processes` sets it for its children.
     exit_when_hung: bool = False
-    # Deadlines of database calls (docs/configuration.md#deadlines; default: a third of
+    # Deadlines of database calls (docs/workers.md#deadlines-of-database-calls; default: a third of
     # the lease each): a silent peer is noticed (TCP keepalives, tcp_user_timeout), a
     # connect given up, a statement of rota's cancelled by the server, and a call left
     # unanswered cut by the worker, while two thirds of every lease are left.

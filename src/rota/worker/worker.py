@@ -87,7 +87,7 @@ class Worker:
         self.ready = False  # connected, schema current, not draining
         self.completed = 0
         self.fetchers: dict[str, Fetcher] = {}
-        # Every database call has a deadline derived from the lease (docs/configuration.md).
+        # Every database call has a deadline derived from the lease (docs/workers.md).
         self.driver.deadlines_set(self.settings.deadlines)
         self._call_timeout = self.settings.deadlines.call
         self.hang_after = min(HANG_AFTER_MAX, self.settings.heartbeat_interval / 2)
