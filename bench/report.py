@@ -13,6 +13,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from bench.reads import READS, UNTIMED_READS
+from bench.reads import TARGET_MS as READ_TARGET_MS
+
 DIALECT_TITLES = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
 
 
@@ -87,6 +90,7 @@ SIZE_MEASURES = {
     "enqueue_bulk": ("enqueue, bulk", "jobs/s"),
     "latency_p50": ("latency p50", "ms"),
     "latency_p99": ("latency p99", "ms"),
+    **{f"read_{name}": (f"read: {label}", "ms") for name, label in READS.items()},
 }
 
 
@@ -101,6 +105,8 @@ def add_ratios(values: dict[str, float]) -> None:
         if not found or key.endswith("_ratio"):
             continue
         _, n, measure = found.groups()
+        if measure.startswith("read_"):
+            continue  # a read's time is compared with its target, not with the empty table
         empty = values.get(f"size_finished_0_{measure}")
         if int(n) > 0 and empty:
             values[f"{key}_ratio"] = values[key] / empty
@@ -169,6 +175,31 @@ def size_targets(summary: dict[str, dict[str, float]]) -> list[Target]:
     return found
 
 
+def read_targets(summary: dict[str, dict[str, float]]) -> list[Target]:
+    """Issue 23: every dashboard and metrics read under 20 ms beside the largest size."""
+    found = []
+    for dialect, values in summary.items():
+        sizes = [int(m.group(2)) for k in values if (m := SIZE_KEY.match(k))]
+        if not sizes or max(sizes) == 0:
+            continue
+        largest = max(sizes)
+        for name, label in READS.items():
+            key = f"size_finished_{largest}_read_{name}"
+            if name in UNTIMED_READS:
+                continue
+            if key in values:
+                found.append(
+                    Target(
+                        dialect,
+                        key,
+                        f"{label} beside {largest:,} finished",
+                        lambda v: v < READ_TARGET_MS,
+                        f"< {READ_TARGET_MS:.0f} ms",
+                    )
+                )
+    return found
+
+
 def _size_order(key: str) -> tuple[int, str]:
     match = SIZE_KEY.match(key.removesuffix("_ratio"))
     return (int(match.group(2)), key) if match else (0, key)
@@ -211,7 +242,7 @@ def medians(runs: Sequence[dict[str, dict[str, float]]]) -> dict[str, dict[str, 
 
 def evaluate(summary: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
     results = []
-    for target in (*TARGETS, *size_targets(summary)):
+    for target in (*TARGETS, *size_targets(summary), *read_targets(summary)):
         value = summary.get(target.dialect, {}).get(target.metric)
         if value is None:
             continue
@@ -336,7 +367,7 @@ def print_sizes(
             if ratio is not None:
                 text += f" ({ratio * 100:.0f}%)"
             order = list(SIZE_MEASURES).index(measure)
-            rows.setdefault((int(n), variant, f"{order}{label} ({unit})"), {})[dialect] = text
+            rows.setdefault((int(n), variant, order, f"{label} ({unit})"), {})[dialect] = text
     if not rows:
         return
     table = Table(
@@ -347,11 +378,11 @@ def print_sizes(
     table.add_column("measurement")
     for dialect in dialects:
         table.add_column(DIALECT_TITLES[dialect], justify="right")
-    for (n, variant, label), cells in sorted(
+    for (n, variant, _, label), cells in sorted(
         rows.items(), key=lambda r: (r[0][0], r[0][1] != "finished", r[0][2])
     ):
         what = f"{n:,} dead letters" if variant == "dead" else f"{n:,}"
-        table.add_row(what, label[1:], *[cells.get(d, "-") for d in dialects])
+        table.add_row(what, label, *[cells.get(d, "-") for d in dialects])
     console.print(table)
 
 

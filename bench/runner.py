@@ -24,7 +24,7 @@ import psycopg
 from rich.console import Console
 
 import rota
-from bench import cli, features, peers, raw, report, rota_runs, sizes, tasks
+from bench import cli, features, peers, raw, reads, report, rota_runs, sizes, tasks
 from bench.child import run_in_child
 from bench.db import BenchError, Database, check_drained, fresh_database, prefill, server_version
 
@@ -47,9 +47,19 @@ DEFAULT_FINISHED = (200_000,)
 QUICK_FINISHED = (20_000,)
 
 
+_SUFFIX = {"k": 1_000, "m": 1_000_000}
+
+
+def _size(part: str) -> int:
+    """`200000`, `2e5`, `200k` or `1M`."""
+    part = part.strip().lower()
+    scale = _SUFFIX.get(part[-1:], 1)
+    return int(float(part[:-1] if scale > 1 else part) * scale)
+
+
 def _sizes(text: str) -> list[int]:
     try:
-        values = [int(float(part)) for part in text.split(",") if part.strip()]
+        values = [_size(part) for part in text.split(",") if part.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: use numbers, e.g. 0,200000,1e6") from None
     if any(v < 0 for v in values):
@@ -102,6 +112,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="size scenarios: finished jobs in the table besides the empty one; repeatable "
         f"(default {','.join(map(str, DEFAULT_FINISHED))}; --quick "
         f"{','.join(map(str, QUICK_FINISHED))}; 1e6 and 1e7 only when asked)",
+    )
+    parser.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=None,
+        metavar="N[,N...]",
+        help="the size curve alone (issue 23): the size scenarios beside these numbers of "
+        "finished jobs, made with SQL, e.g. 0,1M,10M (10M takes a while), each with the "
+        "drain, the enqueue rates, the latency and the dashboard and /metrics read times; "
+        "short for --only sizes --finished ...",
     )
     parser.add_argument(
         "--idle-seconds", type=float, default=None, help="idle-cost window (10; --quick 3)"
@@ -158,6 +178,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.quiet_wait = 0.0 if quick else 20.0
     if args.measure_wait is None:
         args.measure_wait = 0.0 if quick else 5.0
+    if args.sizes is not None:
+        args.finished = [*(args.finished or []), args.sizes]
+        args.only = args.only or ["sizes"]
     finished = sorted({n for group in args.finished or [] for n in group} - {0})
     args.finished = (
         finished if args.finished else list(QUICK_FINISHED if quick else DEFAULT_FINISHED)
@@ -497,6 +520,8 @@ class Bench:
         key = f"size_{variant}_{n}"
         with self.database(dialect) as db:
             took = sizes.fill(db, n, variant)
+            # What the dashboard and a scrape cost beside them, before any work is queued.
+            values.update({f"{key}_{k}": v for k, v in reads.read_times(db).items()})
             prefill(db, tasks.NOOP_ASYNC, self.args.jobs)
             self.quiet(values, key)
             result = self._cli(db)
@@ -514,6 +539,8 @@ class Bench:
                     f"{values[f'{key}_enqueue_bulk']:,.0f} jobs/s, "
                     f"latency p50 {lat['latency_p50']:.2f} ms"
                 )
+        slowest = max(reads.READS, key=lambda r: values[f"{key}_read_{r}"])
+        text += f", slowest read {slowest} {values[f'{key}_read_{slowest}']:.1f} ms"
         self.note(dialect, f"{n:,} {variant} (fill {took:.0f}s)", text)
 
     def idle(self, dialect: str, values: dict[str, float]) -> None:

@@ -90,6 +90,13 @@ def test_copy_moves_everything_and_a_worker_carries_on(
         tasks = _register(target)
         after = {j.id: j for j in target.list_jobs(limit=1000)}
         assert after.keys() == before.keys()
+        # The target's kept counts (PostgreSQL, 0019) counted the copied jobs, once.
+        counted = {(q.name, st): n for q in target.list_queues() for st, n in q.counts.items()}
+        expected: dict[tuple[str, str], int] = {}
+        for job in after.values():
+            slot = (job.queue, str(job.state))
+            expected[slot] = expected.get(slot, 0) + 1
+        assert {k: v for k, v in counted.items() if v} == expected
         for job_id, old in before.items():
             new = after[job_id]
             assert (new.task, new.state, new.args, new.result, new.key, new.checkpoint) == (

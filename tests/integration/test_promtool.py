@@ -105,7 +105,7 @@ def test_alert_rules_are_valid_and_fire(promtool: str) -> None:
         timeout=30,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "SUCCESS: 9 rules found" in checked.stdout
+    assert "SUCCESS: 10 rules found" in checked.stdout
     tested = subprocess.run(
         [promtool, "test", "rules", RULES_TEST.name],
         check=False,

@@ -34,6 +34,7 @@ PROTECTED = [
     ("POST", "/api/dead-letters/dismiss", {"ids": [1], "reason": "r"}, "operate"),
     ("GET", "/api/dead-letters/replays", None, "dlq_read"),
     ("GET", "/api/workers", None, "read"),
+    ("GET", "/api/database", None, "read"),
     ("GET", "/api/tokens", None, "admin"),
     ("POST", "/api/tokens", {"name": "new-one", "role": "viewer"}, "admin"),
     ("DELETE", "/api/tokens/t-viewer", None, "admin"),

@@ -325,3 +325,37 @@ def test_a_viewer_sees_no_purge_or_cancel_button(dash: Dash) -> None:
     wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#jobs tr[data-job]"))
     assert d.find_elements(By.ID, "cancel-matching") == []
     assert d.find_elements(By.ID, "bulk-panel") == []
+
+
+def test_the_overview_says_when_a_transaction_holds_the_database_back(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#23: a transaction holding the xmin horizon past the threshold (0 here, so the one
+    this test holds counts at once) shows as a notice on the overview."""
+    import psycopg
+    from selenium.webdriver.common.by import By
+
+    why = browser.missing()
+    if why is not None:
+        if os.environ.get("CI") or os.environ.get("ROTA_REQUIRE_POSTGRES"):
+            pytest.fail(why + " (CI must run the browser tests)")
+        pytest.skip(why)
+    monkeypatch.setattr("rota.web.routes.system.HORIZON_THRESHOLD", 0.0)
+    app = rota.App(pg_url)
+    app.migrate()
+    token = app.tokens.create("browser", "operator")
+    try:
+        with (
+            psycopg.connect(pg_url) as holder,
+            browser.serve(create_app(app, poll_seconds=0.5)) as url,
+            browser.chromium() as driver,
+        ):
+            holder.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            holder.execute("SELECT count(*) FROM rota_jobs")  # a snapshot, left open
+            dash = Dash(app=app, url=url, token=token, driver=driver)
+            sign_in(dash, "browser")
+            notice = wait(driver, lambda d: d.find_element(By.ID, "horizon"))
+            wait(driver, lambda d: notice.is_displayed() and "held a snapshot" in notice.text)
+            assert "operations, long transactions" in notice.text
+    finally:
+        app.close()

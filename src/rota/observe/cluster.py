@@ -16,6 +16,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from rota.drivers.base import Driver, QueueReport
 from rota.errors import RotaError
 from rota.job import JobState
+from rota.maintenance.horizon import HORIZON_THRESHOLD, HorizonHolder, horizon_holders
 from rota.observe.holds import hold_families
 from rota.observe.prometheus import registry_of
 from rota.observe.store import LeaderReport, MetricsStore, WorkerReport
@@ -87,6 +88,7 @@ class ClusterCollector(Collector):
             schedules = ScheduleStore(driver).all()
             holds, breakers = driver.queue_hold_list(), HoldStore(driver).breaker_list()
             tenants = TenantStore(driver).tenant_list()
+            holders = horizon_holders(driver)
         except Exception as exc:  # a scrape reports the outage; it never raises
             log.warning("reading cluster metrics failed: %s: %s", type(exc).__name__, exc)
             up.add_metric([], 0)
@@ -101,6 +103,7 @@ class ClusterCollector(Collector):
             *_schedule_families(schedules, now),
             *hold_families(holds, breakers),
             *tenant_families(tenants),
+            *_horizon_families(holders),
             _duration(start),
         ]
 
@@ -168,6 +171,25 @@ def _worker_families(workers: list[WorkerReport], leaders: list[LeaderReport]) -
     for leader in leaders:
         since.add_metric([leader.name], leader.elected_at.timestamp())
     return [live_workers, running, info, since]
+
+
+def _horizon_families(holders: list[HorizonHolder] | None) -> list[Metric]:
+    if holders is None:  # SQLite: no horizon to hold
+        return []
+    oldest = holders[0].age_s if holders else 0.0
+    age = GaugeMetricFamily(
+        "rota_database_xmin_horizon_age_seconds",
+        "Seconds the oldest transaction holding a snapshot has run (0: none); while it "
+        "runs VACUUM keeps every dead row version newer than it (PostgreSQL).",
+        value=max(0.0, oldest),
+    )
+    held = GaugeMetricFamily(
+        "rota_database_xmin_horizon_held",
+        f"1 while a transaction has held the xmin horizon longer than {HORIZON_THRESHOLD:.0f}s "
+        "(docs/operations.md#long-transactions).",
+        value=1 if oldest >= HORIZON_THRESHOLD else 0,
+    )
+    return [age, held]
 
 
 def _schedule_families(schedules: list[ScheduleRecord], now: datetime) -> list[Metric]:

@@ -287,6 +287,29 @@ class WorkersOut(BaseModel):
     leaders: list[LeaderOut]
 
 
+class HorizonHolderOut(BaseModel):
+    kind: str = Field(description="session (holder: its pid) or prepared (holder: its gid).")
+    holder: str
+    username: str | None
+    application: str | None
+    client: str | None
+    state: str | None
+    since: datetime
+    age_s: float
+
+
+class DatabaseOut(BaseModel):
+    dialect: str
+    horizon_threshold_s: float
+    horizon_held: bool | None = Field(
+        description="Whether a transaction has held the xmin horizon longer than the "
+        "threshold (null on SQLite, which has none)."
+    )
+    holders: list[HorizonHolderOut] | None = Field(
+        description="The oldest transactions holding a snapshot, oldest first (at most five)."
+    )
+
+
 class TokenOut(BaseModel):
     name: str
     role: str

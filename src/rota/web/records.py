@@ -6,11 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+# Jobs a search by task name or by text in the arguments looks through, newest first: an
+# id or a key is found at any age through its index, the rest only this far back (#23).
+SEARCH_SCAN = 50_000
+
 
 @dataclass(frozen=True)
 class JobSearch:
-    """Job search: `q` matches an id, an idempotency key, a task or text in the arguments;
-    the other fields narrow the result (all optional)."""
+    """Job search: `q` matches an id, an idempotency key, a task or (with `args`) text in
+    the arguments; the other fields narrow the result (all optional). A task or text
+    match, `q`'s or `text`'s, looks only through the newest `scan` jobs."""
 
     q: str | None = None
     id: int | None = None
@@ -22,6 +27,8 @@ class JobSearch:
     text: str | None = None
     before_id: int | None = None
     limit: int = 50
+    args: bool = True  # False: `q` does not look into the arguments (no dlq_read)
+    scan: int = SEARCH_SCAN
 
     @property
     def q_id(self) -> int | None:

@@ -27,8 +27,13 @@ class WebStore:
             "text": where.text,
             "before_id": where.before_id,
             "limit": where.limit,
+            "args": where.args,
+            "scan": where.scan,
         }
-        return [job_from_row(r, c) for r in self._db.query("web_job_search", params)]
+        # Two statements, so that each keeps one plan that uses the indexes (#23): `q` is
+        # looked up by id, key, task and text; the filters alone list by state.
+        name = "web_job_search" if where.q is not None else "web_job_list"
+        return [job_from_row(r, c) for r in self._db.query(name, params)]
 
     def queue_series(self, window: float, bucket: float) -> list[SeriesPoint]:
         rows = self._db.query("web_queue_series", {"window": window, "bucket": bucket})

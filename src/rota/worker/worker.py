@@ -21,6 +21,8 @@ from rota.drivers.base import Completion, Notifier
 from rota.drivers.deadlines import call_deadline, run_with_deadline
 from rota.errors import DatabaseUnavailableError
 from rota.job import Job
+from rota.maintenance.counts import CountFolder
+from rota.maintenance.horizon import HorizonWatch
 from rota.maintenance.leader import Elector
 from rota.maintenance.pruner import Pruner
 from rota.maintenance.rescuer import PresenceRescuer, Rescuer
@@ -141,6 +143,11 @@ class Worker:
                 batch=settings.prune_batch,
             ),
         ]
+        # What the dashboard and /metrics read (#23): the counts rota_jobs' triggers keep,
+        # folded and pruned; and, on PostgreSQL, a word when a transaction holds VACUUM back.
+        self.services.append(CountFolder(self.driver))
+        if self.driver.dialect == "postgres":
+            self.services.append(HorizonWatch(self.driver))
         context = ServiceContext(worker_id=self.id, settings=settings, driver=self.driver)
         for feature in app.features.values():
             self.services.extend(feature.services(context))

@@ -5,9 +5,18 @@ from __future__ import annotations
 from rota import __version__
 from rota.auth import Permission
 from rota.errors import RotaError
+from rota.maintenance.horizon import HORIZON_THRESHOLD, horizon_holders
 from rota.routing.store import RoutingStore
 from rota.web.api import Api, Call
-from rota.web.models import HealthOut, LeaderOut, MeOut, WorkerOut, WorkersOut
+from rota.web.models import (
+    DatabaseOut,
+    HealthOut,
+    HorizonHolderOut,
+    LeaderOut,
+    MeOut,
+    WorkerOut,
+    WorkersOut,
+)
 from rota.web.problems import problem_response
 from rota.web.store import WebStore
 
@@ -112,5 +121,41 @@ def register(api: Api) -> None:
                     live=x.live,
                 )
                 for x in leaders
+            ],
+        )
+
+    @api.route(
+        "GET",
+        "/api/database",
+        permission=Permission.READ,
+        summary="What holds the database back",
+        tag="system",
+        response=DatabaseOut,
+    )
+    def database(call: Call) -> DatabaseOut:
+        """Transactions that hold PostgreSQL's xmin horizon (while they last, VACUUM keeps
+        the dead rows of every job that changed state): the overview warns when one is
+        older than the threshold (docs/operations.md#long-transactions)."""
+        holders = horizon_holders(call.app.driver)
+        return DatabaseOut(
+            dialect=call.app.driver.dialect,
+            horizon_threshold_s=HORIZON_THRESHOLD,
+            horizon_held=None
+            if holders is None
+            else any(h.age_s >= HORIZON_THRESHOLD for h in holders),
+            holders=None
+            if holders is None
+            else [
+                HorizonHolderOut(
+                    kind=h.kind,
+                    holder=h.holder,
+                    username=h.username,
+                    application=h.application,
+                    client=h.client,
+                    state=h.state,
+                    since=h.since,
+                    age_s=h.age_s,
+                )
+                for h in holders
             ],
         )

@@ -195,13 +195,27 @@ function spark(values, color) {
 const pages = {};
 
 pages.overview = async () => {
-  const [queues, series, failures, workers] = await Promise.all([
+  const [queues, series, failures, workers, database] = await Promise.all([
     api("/api/queues"),
     api("/api/queues/series?window=3600&bucket=60"),
     api("/api/jobs?state=retryable&state=discarded&limit=6"),
     api("/api/workers"),
+    api("/api/database"),
   ]);
-  if (unchanged("overview", [queues, series, failures, workers])) return;
+  // A transaction holding the xmin horizon: VACUUM cannot clean rota_jobs while it lasts.
+  // (Its age redraws the page once a minute, not on every poll.)
+  const held = database.horizon_held ? database.holders[0] : null;
+  const heldKey = held ? `${held.holder} ${Math.floor(held.age_s / 60)}` : null;
+  if (unchanged("overview", [queues, series, failures, workers, heldKey])) return;
+  $("horizon").hidden = !held;
+  if (held) {
+    $("horizon").replaceChildren(
+      el("b", {}, "The database is held back: "),
+      `${held.kind === "session" ? "session pid" : "prepared transaction"} ${held.holder}` +
+        ` (${[held.username, held.application, held.client, held.state].filter(Boolean).join(", ")})` +
+        ` has held a snapshot for ${dur(held.age_s)}; while it lasts VACUUM keeps every dead row` +
+        " of the jobs table, which grows. End it (docs: operations, long transactions).");
+  }
   fill($("failures"), failures.length ? failures.map((j) => el("tr", { "data-job": j.id },
     el("td", { class: "num" }, jobLink(j.id)), el("td", {}, badge(j.state)),
     el("td", { class: "trunc grow", title: `${j.task}\n${lastError(j)}` }, el("div", { class: "clip", style: "max-width:none" }, j.task),

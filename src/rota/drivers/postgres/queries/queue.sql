@@ -1,6 +1,12 @@
 -- name: queue_counts
--- Jobs per queue and state.
-SELECT queue, state, count(*) AS n FROM rota_jobs GROUP BY queue, state
+-- Jobs per queue and state: the counts the leader folded and the changes not folded yet
+-- (0019), never a count over rota_jobs.
+SELECT queue, state, sum(n)::bigint AS n
+FROM (SELECT queue, state, n FROM rota_job_counts
+      UNION ALL
+      SELECT queue, state, n FROM rota_job_deltas) AS c
+GROUP BY queue, state
+HAVING sum(n) <> 0
 
 -- name: queue_oldest
 -- Seconds the oldest runnable job of each queue has waited.

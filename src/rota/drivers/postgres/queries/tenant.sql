@@ -153,14 +153,18 @@ VALUES (%(name)s, %(max_running)s, now())
 ON CONFLICT (name) DO UPDATE SET max_running = excluded.max_running, updated_at = now()
 
 -- name: tenant_list
--- Configured tenants and tenants with running or waiting jobs, with their counts.
+-- Configured tenants and tenants with running or waiting jobs, with their counts: each
+-- state from its partial index, so a scrape never reads the finished jobs (#23).
 WITH counts AS (
-    SELECT tenant,
-           count(*) FILTER (WHERE state = 'running') AS running,
-           count(*) FILTER (WHERE state IN ('scheduled', 'available', 'retryable')) AS waiting
-    FROM rota_jobs
-    WHERE tenant IS NOT NULL AND state IN ('running', 'scheduled', 'available', 'retryable')
-      AND (%(name)s::text IS NULL OR tenant = %(name)s::text)
+    SELECT tenant, sum(running) AS running, sum(waiting) AS waiting
+    FROM (SELECT tenant, 1 AS running, 0 AS waiting FROM rota_jobs
+          WHERE tenant IS NOT NULL AND state = 'running'
+          UNION ALL
+          SELECT tenant, 0, 1 FROM rota_jobs WHERE tenant IS NOT NULL AND state = 'available'
+          UNION ALL
+          SELECT tenant, 0, 1 FROM rota_jobs
+          WHERE tenant IS NOT NULL AND state IN ('scheduled', 'retryable')) AS live
+    WHERE %(name)s::text IS NULL OR tenant = %(name)s::text
     GROUP BY tenant
 )
 SELECT COALESCE(t.name, c.tenant) AS name, t.max_running,

@@ -1,6 +1,15 @@
 -- name: queue_counts
--- Jobs per queue and state.
-SELECT queue, state, count(*) AS n FROM rota_jobs GROUP BY queue, state
+-- Jobs per queue and state: the finished ones as the triggers of 0019 keep them, the
+-- waiting and running ones counted from their own indexes (as many as the backlog).
+SELECT queue, state, sum(n) AS n FROM rota_job_counts
+WHERE state IN ('completed', 'discarded', 'cancelled') GROUP BY queue, state HAVING sum(n) <> 0
+UNION ALL
+SELECT queue, 'available', count(*) FROM rota_jobs WHERE state = 'available' GROUP BY queue
+UNION ALL
+SELECT queue, 'running', count(*) FROM rota_jobs WHERE state = 'running' GROUP BY queue
+UNION ALL
+SELECT queue, state, count(*) FROM rota_jobs WHERE state IN ('scheduled', 'retryable')
+GROUP BY queue, state
 
 -- name: queue_oldest
 -- Seconds the oldest runnable job of each queue has waited.

@@ -80,14 +80,21 @@ ON CONFLICT (name) DO UPDATE
 SET max_running = excluded.max_running, updated_at = excluded.updated_at
 
 -- name: tenant_list
--- Configured tenants and tenants with running or waiting jobs, with their counts.
-WITH counts AS (
-    SELECT tenant,
-           sum(state = 'running') AS running,
-           sum(state IN ('scheduled', 'available', 'retryable')) AS waiting
-    FROM rota_jobs
-    WHERE tenant IS NOT NULL AND state IN ('running', 'scheduled', 'available', 'retryable')
-      AND (:name IS NULL OR tenant = :name)
+-- Configured tenants and tenants with running or waiting jobs, with their counts: each
+-- state from its partial index (the terms match the indexes' own), so a scrape never
+-- reads the finished jobs (#23).
+WITH live AS (
+    SELECT tenant, 1 AS running, 0 AS waiting FROM rota_jobs
+    WHERE tenant IS NOT NULL AND state = 'running'
+    UNION ALL
+    SELECT tenant, 0, 1 FROM rota_jobs WHERE state = 'available' AND tenant IS NOT NULL
+    UNION ALL
+    SELECT tenant, 0, 1 FROM rota_jobs
+    WHERE state IN ('scheduled', 'retryable') AND tenant IS NOT NULL
+),
+counts AS (
+    SELECT tenant, sum(running) AS running, sum(waiting) AS waiting FROM live
+    WHERE :name IS NULL OR tenant = :name
     GROUP BY tenant
 ),
 names AS (

@@ -1,0 +1,64 @@
+"""The counts, the throughput and the workers the dashboard reads are kept by triggers on
+rota_jobs (#23, migration 0019): they match a count over rota_jobs after every kind of
+change, on both dialects, whether or not the leader has folded them yet."""
+
+from __future__ import annotations
+
+import rota
+from rota.maintenance.counts import CountFolder
+from rota.testing import drain
+from rota.web.store import WebStore
+
+
+def _kept(app: rota.App) -> dict[tuple[str, str], int]:
+    return {(q.name, s): n for q in app.driver.queue_list() for s, n in q.counts.items() if n}
+
+
+def _truth(app: rota.App) -> dict[tuple[str, str], int]:
+    found: dict[tuple[str, str], int] = {}
+    for job in app.list_jobs(limit=10_000):
+        slot = (job.queue, str(job.state))
+        found[slot] = found.get(slot, 0) + 1
+    return found
+
+
+def test_kept_counts_follow_every_change(database_url: str) -> None:
+    app = rota.App(database_url)
+
+    @app.task(queue="mail")
+    def send(n: int) -> None:
+        if n % 5 == 0:
+            raise rota.Discard("bad address")
+
+    @app.task(queue="bills")
+    def bill(n: int) -> None:
+        return None
+
+    app.migrate()
+    try:
+        send.enqueue_many([{"n": i} for i in range(20)])
+        later = [bill.enqueue(n=i, delay=3600) for i in range(5)]
+        bill.enqueue_many([{"n": i} for i in range(10)])
+        assert _kept(app) == _truth(app)
+        drain(app)
+        assert _kept(app) == _truth(app)
+        assert _truth(app)[("mail", "discarded")] == 4
+        app.cancel_job(later[0].id)
+        dead = next(j for j in app.list_jobs(limit=100) if j.state == rota.JobState.DISCARDED)
+        app.retry_job(dead.id)
+        CountFolder(app.driver).run_once()
+        assert _kept(app) == _truth(app)
+        assert app.driver.job_prune("completed", 0.0, 1000) == 26
+        assert _kept(app) == _truth(app)
+
+        web = WebStore(app.driver)
+        flow: dict[str, int] = {}
+        for point in web.queue_series(3600.0, 60.0):
+            flow[point.kind] = flow.get(point.kind, 0) + point.count
+        # 35 enqueued, 26 completed, 4 discarded and 1 cancelled, whatever was pruned since.
+        assert flow == {"enqueued": 35, "completed": 26, "discarded": 4, "cancelled": 1}
+        assert [w.worker for w in web.worker_list(600.0)] == ["rota.testing"]
+        report = CountFolder(app.driver).run_once()
+        assert report.pruned >= 0 and _kept(app) == _truth(app)
+    finally:
+        app.close()
