@@ -19,6 +19,8 @@ import rota
 from rota.drivers.base import Claim, Completion
 from rota.ops.store import OpsStore
 from rota.routing.store import RoutingStore
+from rota.web.records import JobSearch
+from rota.web.store import WebStore
 
 FINISHED = 200_000
 RUNNING = 2_500
@@ -241,6 +243,9 @@ def test_every_index_on_rota_jobs_serves_a_named_statement(table: Table, pg_url:
     task = app.task(name="t.keyed", queue="q")(lambda: None)
     task.enqueue(key="once")  # the idempotency key's arbiter
     RoutingStore(app.driver).job_unroutable(None, 100)  # `rota queues unroutable`
+    search = WebStore(app.driver)  # the dashboard: search by key, a state newest first
+    search.job_search(JobSearch(q="once"))
+    search.job_search(JobSearch(states=("cancelled",)))  # a rare state
     with app.driver.database.connection() as conn:
         for queue in ("g", "q"):  # what KEDA polls (queue_keda_demand)
             conn.execute(
