@@ -7,6 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 .PHONY: demo test check lint typecheck unit bench chaos lock clean
 
 $(STAMP): requirements.lock pyproject.toml
+	@echo "Installing rota and its pinned dependencies into $(VENV) (first run only, about 30 s)..."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
 	$(BIN)/python -m pip install --quiet -r requirements.lock
@@ -50,7 +51,7 @@ lock:
 	  "psycopg-pool" "inotify_simple" "pyyaml" "starlette" "uvicorn" pytest hypothesis mypy ruff pytest-timeout \
 	  hatchling editables pika jsonschema kubernetes-validate types-PyYAML \
 	  prometheus-client opentelemetry-api opentelemetry-sdk fpdf2 segno \
-	  jinja2 httpx2 schemathesis selenium
+	  jinja2 httpx2 schemathesis selenium "sqlalchemy[asyncio]" aiosqlite django
 	{ echo "# Pinned dependencies for development, tests and the demo."; echo "# Regenerate: make lock"; \
 	  /tmp/rota-lock/bin/pip freeze; } > requirements.lock
 

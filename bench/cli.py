@@ -56,9 +56,12 @@ class WorkerCommand:
             f"{QUEUE}={self.concurrency}",
             "--processes",
             str(self.processes),
-            # info: the "worker ... started" line tells us it is ready (nothing per job)
+            # info: the "worker ... started" line tells us it is ready; --quiet-queue:
+            # nothing per job (a log line per job would be measured too)
             "--log-level",
             "info",
+            "--quiet-queue",
+            QUEUE,
         ]
 
     def describe(self) -> str:

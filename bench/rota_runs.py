@@ -18,8 +18,13 @@ FETCH_BATCH = 100
 
 def worker_settings(concurrency: int = CONCURRENCY) -> rota.WorkerSettings:
     """Defaults, apart from one `bench` queue of `concurrency` slots, claimed up to 100 at
-    a time (what `rota worker --queues bench=C` runs)."""
-    return rota.WorkerSettings(queues={tasks.QUEUE: concurrency}, fetch_batch=FETCH_BATCH)
+    a time, and no log line per job (what `rota worker --queues bench=C --quiet-queue bench`
+    runs)."""
+    return rota.WorkerSettings(
+        queues={tasks.QUEUE: concurrency},
+        fetch_batch=FETCH_BATCH,
+        quiet_queues=frozenset({tasks.QUEUE}),
+    )
 
 
 # --- enqueue ----------------------------------------------------------------------------

@@ -723,7 +723,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cli_worker_latency": {d: bench.latency_command(d).describe() for d in dialects},
         "in_process_worker": {
             d: f"rota.WorkerSettings(queues={{'bench': "
-            f"{args.concurrency or CLI_CONCURRENCY[d]}}}, fetch_batch={rota_runs.FETCH_BATCH})"
+            f"{args.concurrency or CLI_CONCURRENCY[d]}}}, fetch_batch={rota_runs.FETCH_BATCH}, "
+            "quiet_queues={'bench'})"
             for d in dialects
         },
         "finished_sizes": [0, *args.finished],

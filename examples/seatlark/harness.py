@@ -122,7 +122,7 @@ class Process:
             raise HarnessError(f"{self.name} exited with status {code}:\n{self.tail()}")
 
     def kill(self) -> None:
-        """SIGKILL: no grace, no cleanup; its leases expire and its jobs are rescued."""
+        """SIGKILL: no grace, no cleanup; its presence ends with it and its jobs are rescued."""
         if self.alive:
             os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait()

@@ -16,8 +16,11 @@ from rota.errors import (
     DatabaseUnavailableError,
     Discard,
     InvalidTransitionError,
+    JobCancelledError,
+    JobFailedError,
     JobNotFoundError,
     LeaseLostError,
+    NotFoundError,
     PayloadError,
     PermissionDeniedError,
     Retry,
@@ -31,6 +34,7 @@ from rota.errors import (
     TaskDefinitionError,
     TaskTimeoutError,
     UnknownTaskError,
+    WaitTimeoutError,
     WorkflowError,
     WorkflowNotFoundError,
 )
@@ -42,7 +46,7 @@ from rota.schedules import Schedule, ScheduleWarning
 from rota.standard import App
 from rota.task import Task
 from rota.worker import Worker, WorkerSettings
-from rota.workflows import Workflow, WorkflowRun
+from rota.workflows import Workflow, WorkflowRun, chain
 
 __version__ = "0.1.0"
 
@@ -63,9 +67,12 @@ __all__ = [
     "FailureRule",
     "InvalidTransitionError",
     "Job",
+    "JobCancelledError",
+    "JobFailedError",
     "JobNotFoundError",
     "JobState",
     "LeaseLostError",
+    "NotFoundError",
     "Outcome",
     "PayloadError",
     "Permission",
@@ -91,6 +98,7 @@ __all__ = [
     "TaskDefinitionError",
     "TaskTimeoutError",
     "UnknownTaskError",
+    "WaitTimeoutError",
     "Worker",
     "WorkerSettings",
     "Workflow",
@@ -98,4 +106,5 @@ __all__ = [
     "WorkflowNotFoundError",
     "WorkflowRun",
     "__version__",
+    "chain",
 ]

@@ -5,13 +5,16 @@ writes through. `rota.App` is this App with every standard feature plugged in
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, ClassVar, ParamSpec, TypeVar, overload
+from typing import Any, ClassVar, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
+from rota import waiter
+from rota.context import Context
 from rota.drivers import Driver, open_driver
 from rota.drivers.base import CLAIM_QUERIES, JobFilter, JobInsert, QueueReport
 from rota.drivers.url import DatabaseURL
@@ -30,9 +33,10 @@ from rota.maintenance.service import PeriodicService
 from rota.payload import DEFAULT_MAX_PAYLOAD_BYTES, ArgsSealer, check_text
 from rota.retry import Backoff
 from rota.settings import WorkerSettings
-from rota.task import Task, TaskPolicy
+from rota.task import ContextTask, Task, TaskPolicy, takes_context
 from rota.telemetry.metrics import ProcessMetrics
-from rota.telemetry.tracing import traced_insert
+from rota.telemetry.tracing import traced_insert, traced_insert_async
+from rota.waiter import Waiters
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,17 @@ R = TypeVar("R")
 F = TypeVar("F", bound=Feature)
 
 
+class TaskDecorator(Protocol):
+    """What `@app.task(...)` returns: a function taking the job's Context first becomes a
+    ContextTask (its enqueue arguments leave the context out), any other a Task."""
+
+    @overload
+    def __call__(self, func: Callable[Concatenate[Context, P], R], /) -> ContextTask[P, R]: ...
+
+    @overload
+    def __call__(self, func: Callable[P, R], /) -> Task[P, R]: ...
+
+
 class App:
     """One rota application: a database and the tasks that run against it.
 
@@ -128,6 +143,7 @@ class App:
         # Set by a feature that seals arguments at rest (the encryption feature).
         self.sealer: ArgsSealer | None = None
         self._features: dict[type[Feature], Feature] = {}
+        self._waiters: Waiters | None = None
         for feature in features:
             self.plug(feature)
 
@@ -141,9 +157,21 @@ class App:
         return self._driver
 
     def close(self) -> None:
+        if self._waiters is not None:
+            self._waiters.close()
+            self._waiters = None
         if self._driver is not None:
             self._driver.close()
             self._driver = None
+
+    async def aclose(self) -> None:
+        """close() from async code (also closes enqueue_async's connections on their loop)."""
+        if self._waiters is not None:
+            waiters, self._waiters = self._waiters, None
+            await asyncio.to_thread(waiters.close)
+        if self._driver is not None:
+            driver, self._driver = self._driver, None
+            await driver.aclose()
 
     @functools.cached_property
     def metrics(self) -> ProcessMetrics:
@@ -197,6 +225,9 @@ class App:
     # --- tasks --------------------------------------------------------------------------
 
     @overload
+    def task(self, func: Callable[Concatenate[Context, P], R], /) -> ContextTask[P, R]: ...
+
+    @overload
     def task(self, func: Callable[P, R], /) -> Task[P, R]: ...
 
     @overload
@@ -216,7 +247,7 @@ class App:
         key_states: Iterable[JobState | str] | None = None,
         encrypted: bool = False,
         requires: Iterable[str] = (),
-    ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
+    ) -> TaskDecorator: ...
 
     def task(
         self,
@@ -255,7 +286,9 @@ class App:
             task_name = check_text(name or default_task_name(fn), "task name", TaskDefinitionError)
             if task_name in self.tasks and self.tasks[task_name].func is not fn:
                 raise TaskDefinitionError(f"a task named {task_name!r} is already registered")
-            task: Task[Any, Any] = Task(self, fn, task_name, policy)
+            # The same at run time; the subclass only tells a type checker about ctx.
+            kind = ContextTask if takes_context(fn) else Task
+            task: Task[Any, Any] = kind(self, fn, task_name, policy)
             self.tasks[task_name] = task
             return task
 
@@ -276,7 +309,7 @@ class App:
         """Enqueue by task name (what the CLI and HTTP API use)."""
         if args is not None and not isinstance(args, dict):
             raise ArgumentsError(f"args must be a JSON object (a dict), not {type(args).__name__}")
-        return self.get_task(task_name).enqueue(**options, **(args or {}))
+        return self.get_task(task_name).options(**options).enqueue(**(args or {}))
 
     def _insert(
         self, rows: list[JobInsert], *, conn: Any, tasks: list[Task[Any, Any]]
@@ -287,6 +320,21 @@ class App:
         self.metrics.jobs_enqueued(jobs)
         if self._inline_runner is not None:
             self._inline_runner(jobs, conn)
+        return jobs
+
+    async def _insert_async(
+        self, rows: list[JobInsert], *, conn: Any, tasks: list[Task[Any, Any]]
+    ) -> list[Job]:
+        """`_insert` without blocking the loop: the driver's async insert (PostgreSQL's
+        AsyncConnection, or a thread on SQLite), the same rows and the same SQL."""
+        if self._inline_runner is not None:
+            # Inline mode runs the task in this thread, as the sync path does.
+            return await asyncio.to_thread(self._insert, rows, conn=conn, tasks=tasks)
+        driver = self.driver
+        jobs = await traced_insert_async(
+            rows, lambda traced: driver.job_insert_many_async(traced, conn=conn)
+        )
+        self.metrics.jobs_enqueued(jobs)
         return jobs
 
     # --- your own transactions and the inbox ------------------------------------------------
@@ -338,6 +386,27 @@ class App:
         return self.driver.job_list(
             JobFilter(states=states, queue=queue, task=task, limit=limit, before_id=before_id)
         )
+
+    def wait(self, job: Job | int, *, timeout: float | None = None) -> Any:
+        """Block until the job finishes and return its result; raise JobFailedError
+        (dead-lettered), JobCancelledError, or WaitTimeoutError after `timeout` seconds
+        (the job goes on). Wakes on LISTEN/NOTIFY (PostgreSQL) or the change watcher
+        (SQLite), and only jobs someone waits for send a notification:
+
+            job = send_invoice.enqueue(order_id=42)
+            pdf_url = app.wait(job, timeout=30)
+        """
+        return waiter.wait(self._waiter_hub(), self.driver, _job_id(job), _timeout(timeout))
+
+    async def wait_async(self, job: Job | int, *, timeout: float | None = None) -> Any:
+        """`wait` without blocking the event loop."""
+        hub = self._waiter_hub()
+        return await waiter.wait_async(hub, self.driver, _job_id(job), _timeout(timeout))
+
+    def _waiter_hub(self) -> Waiters:
+        if self._waiters is None:
+            self._waiters = Waiters(self.driver)
+        return self._waiters
 
     def cancel_job(self, job_id: int) -> Job:
         """Cancel a waiting job; ask a running one to stop (it sees `ctx.cancelled`)."""
@@ -392,6 +461,22 @@ class App:
                 f"the database schema is at version {current}, newer than this rota knows "
                 f"({latest}): upgrade rota on this worker"
             )
+
+
+def _job_id(job: Job | int) -> int:
+    if isinstance(job, Job):
+        return job.id
+    if isinstance(job, int) and not isinstance(job, bool):
+        return job
+    raise ArgumentsError(f"wait() takes a Job or a job id, not {type(job).__name__}")
+
+
+def _timeout(timeout: float | None) -> float | None:
+    if timeout is not None and (
+        not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout < 0
+    ):
+        raise ArgumentsError(f"timeout= must be a number of seconds >= 0 or None, not {timeout!r}")
+    return timeout
 
 
 def _state(value: JobState | str) -> JobState:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from rota.drivers.deadlines import call_deadline
 from rota.errors import LeaseLostError, RotaError
 from rota.job import Job, JobState
 from rota.payload import check_text, encode
@@ -66,6 +67,7 @@ class Context:
         "draining",
         "job",
         "last_checkpoint",
+        "lease_deadline",
         "worker_id",
     )
 
@@ -96,6 +98,9 @@ class Context:
         self._cancel_callbacks: list[Callable[[], Any]] | None = None
         self._log: logging.LoggerAdapter[logging.Logger] | None = None
         self.cancel_reason: str | None = None  # "cancelled", "shutdown", "lost", "timeout"
+        # When this worker stops the job unless its lease is renewed (a time.monotonic()
+        # value, read again as renewals move it): ctx.transaction() is cut there.
+        self.lease_deadline: Callable[[], float | None] | None = None
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -251,7 +256,9 @@ class Context:
 
         When the block exits cleanly the job is marked completed in the same transaction
         (fenced by the lease token); if this attempt lost its lease, everything rolls
-        back and LeaseLostError is raised. What the task returns afterwards is not
+        back and LeaseLostError is raised. In a worker, the block's connection is cut
+        (and the transaction rolled back) once the job's lease may have run out: a
+        silent network never holds it past the lease. What the task returns afterwards is not
         stored, and an error raised after the block no longer fails the job."""
         if self.completed_in_transaction:
             raise RotaError("ctx.transaction() completes the job: use it once per attempt")
@@ -260,7 +267,9 @@ class Context:
         completion = Completion(
             self.job.id, self.lease_token, JobState.COMPLETED, _COMPLETED_IN_TRANSACTION
         )
-        with self.driver.transaction() as conn:
+        deadline = self.lease_deadline
+        guard = contextlib.nullcontext() if deadline is None else call_deadline(deadline)
+        with guard, self.driver.transaction() as conn:
             yield conn
             if not self.driver.job_complete_many([completion], conn=conn):
                 raise LeaseLostError(

@@ -21,6 +21,7 @@ from rota.job import JobState
 SKIPPED = {
     "rota_migrations": "the target records its own migrations",
     "rota_leaders": "leadership is re-elected on the target",
+    "rota_presence": "live workers register on the target when they start",
     # PostgreSQL's kept counts (0019): the target's triggers count the jobs as they are
     # copied in; copying the source's too would count every job twice.
     "rota_job_counts": "the target counts the copied jobs itself",
@@ -170,11 +171,17 @@ def _order(tables: list[str], dependencies: list[tuple[str, str]]) -> list[str]:
 
 
 def copy_installation(
-    source: Driver, target: Driver, *, dry_run: bool = False, batch: int = 1000
+    source: Driver,
+    target: Driver,
+    *,
+    dry_run: bool = False,
+    batch: int = 1000,
+    progress: Callable[[str, int, int | None], None] | None = None,
 ) -> CopyReport:
     """Copy every rota table of `source` (SQLite) into `target` (PostgreSQL, migrated
     here unless `dry_run`). The target must hold no rota data yet; nothing is committed
-    unless every table's count in the target equals the rows read from the source."""
+    unless every table's count in the target equals the rows read from the source.
+    `progress(table, rows copied, rows in the source table)` is called after each page."""
     if source.dialect != "sqlite" or target.dialect != "postgres":
         raise ConfigurationError(
             "rota db copy moves an installation from SQLite (--from sqlite:///...) to "
@@ -235,6 +242,9 @@ def copy_installation(
                 for column in columns
             ]
             after, read = 0, 0
+            total = source.copy.count(name) if progress is not None else None
+            if progress is not None:
+                progress(name, 0, total)
             while True:
                 page = source.copy.read(name, columns, after, batch)
                 if not page:
@@ -246,6 +256,8 @@ def copy_installation(
                 writer.write(name, columns, rows)
                 read += len(rows)
                 after = page[-1][0]
+                if progress is not None:
+                    progress(name, read, max(total or 0, read))
             results.append(TableCopy(name, read, writer.count(name)))
         writer.advance_sequences()
         wrong = [t for t in results if not t.ok]

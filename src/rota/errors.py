@@ -36,8 +36,35 @@ class DatabaseUnavailableError(RotaError):
     """The database could not be reached."""
 
 
-class JobNotFoundError(RotaError):
+class NotFoundError(RotaError):
+    """Base class of the "no such thing" errors (a job, schedule, batch, workflow or
+    saga): `except rota.NotFoundError` catches any of them, e.g. to answer 404."""
+
+
+class JobNotFoundError(NotFoundError):
     """No job has the given id."""
+
+
+class JobFailedError(RotaError):
+    """`app.wait` found the job dead-lettered (discarded: attempts exhausted, a permanent
+    error, Discard, expired). `job` is the finished job; `error_type` and `error` are
+    its last attempt's (the original exception cannot cross the database)."""
+
+    def __init__(
+        self, message: str, *, job: object, error_type: str | None = None, error: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.job = job
+        self.error_type = error_type
+        self.error = error
+
+
+class JobCancelledError(JobFailedError):
+    """`app.wait` found the job cancelled (by an operator, a batch or a workflow)."""
+
+
+class WaitTimeoutError(RotaError, TimeoutError):
+    """`app.wait(..., timeout=)` ran out before the job finished (it keeps running)."""
 
 
 class InvalidTransitionError(RotaError):
@@ -57,7 +84,7 @@ class ScheduleError(ConfigurationError):
     """A schedule is invalid: its cron expression, time zone, name or a policy value."""
 
 
-class ScheduleNotFoundError(RotaError):
+class ScheduleNotFoundError(NotFoundError):
     """No schedule has the given name."""
 
 
@@ -66,7 +93,7 @@ class BatchError(RotaError):
     (resuming a finished batch)."""
 
 
-class BatchNotFoundError(RotaError):
+class BatchNotFoundError(NotFoundError):
     """No batch has the given id or name."""
 
 
@@ -75,7 +102,7 @@ class WorkflowError(RotaError):
     arguments), or an action does not fit its state (retrying a step that did not fail)."""
 
 
-class WorkflowNotFoundError(RotaError):
+class WorkflowNotFoundError(NotFoundError):
     """No workflow has the given id or key."""
 
 
@@ -91,7 +118,7 @@ class SagaError(RotaError):
     """A saga cannot do what was asked: it is unknown, finished, or its step is running."""
 
 
-class SagaNotFoundError(SagaError):
+class SagaNotFoundError(SagaError, NotFoundError):
     """No saga has the given business key."""
 
 

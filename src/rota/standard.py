@@ -18,6 +18,7 @@ from rota.drivers.url import DatabaseURL
 from rota.events.bus import EventBus
 from rota.events.feature import EventsFeature
 from rota.events.store import EventRecord
+from rota.ops.bulk import JobControls
 from rota.ops.dlq import DeadLetters
 from rota.ops.feature import OpsFeature
 from rota.ops.queues import QueueControls
@@ -114,6 +115,12 @@ class App(engine.App):
     def dlq(self) -> DeadLetters:
         """Dead letters and governed replay: `app.dlq.replay(task=..., reason=...)`."""
         return self.feature(OpsFeature).dlq
+
+    @property
+    def jobs(self) -> JobControls:
+        """Jobs in bulk: `app.jobs.cancel(queue="mail", reason=..., dry_run=True)`, and the
+        audit of purges and bulk cancels: `app.jobs.audit()`."""
+        return self.feature(OpsFeature).jobs
 
     @property
     def queues(self) -> QueueControls:

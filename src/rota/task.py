@@ -9,8 +9,9 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, ParamSpec, Protocol, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
 
+from rota.context import Context
 from rota.drivers.base import JobInsert
 from rota.errors import ArgumentsError, ConfigurationError, TaskDefinitionError
 from rota.job import Job, JobState
@@ -33,11 +34,17 @@ class TaskOwner(Protocol):
         self, rows: list[JobInsert], *, conn: Any, tasks: list[Task[Any, Any]]
     ) -> list[Job]: ...
 
+    async def _insert_async(
+        self, rows: list[JobInsert], *, conn: Any, tasks: list[Task[Any, Any]]
+    ) -> list[Job]: ...
+
 
 P = ParamSpec("P")
+Q = ParamSpec("Q")
 R = TypeVar("R")
 
-# Options enqueue() accepts beside the task's own arguments; a task may not use these names.
+# Options enqueue() accepts beside the task's own arguments. A task may use these names for
+# its parameters; it then takes them through `task.options(...).enqueue(...)` only.
 ENQUEUE_OPTIONS = frozenset(
     {
         "key",
@@ -140,7 +147,7 @@ def check_tenant(tenant: object) -> None:
         check_queue_name(tenant, ArgumentsError)
 
 
-def _takes_context(func: Callable[..., Any]) -> bool:
+def takes_context(func: Callable[..., Any]) -> bool:
     params = list(inspect.signature(func).parameters.values())
     if not params:
         return False
@@ -154,6 +161,10 @@ def _takes_context(func: Callable[..., Any]) -> bool:
     return named or typed
 
 
+# The name it had before it was public (kept for code written against it).
+_takes_context = takes_context
+
+
 class Task(Generic[P, R]):
     """A function registered with an App. Call it directly to run it in-process;
     `.enqueue(...)` to run it on a worker."""
@@ -164,8 +175,10 @@ class Task(Generic[P, R]):
         self.name = name
         self.policy = policy
         self.is_async = inspect.iscoroutinefunction(func)
-        self.takes_context = _takes_context(func)
-        self.args_model = ArgsModel(func, skip_first=self.takes_context, reserved=ENQUEUE_OPTIONS)
+        self.takes_context = takes_context(func)
+        self.args_model = ArgsModel(func, skip_first=self.takes_context, reserved=frozenset())
+        # Parameters named like an enqueue option: `.enqueue(key=...)` would be ambiguous.
+        self.shadowed = frozenset(self.args_model.names) & ENQUEUE_OPTIONS
         self.__doc__ = func.__doc__
         self.__name__ = getattr(func, "__name__", name)
 
@@ -176,6 +189,45 @@ class Task(Generic[P, R]):
         return self.func(*args, **kwargs)
 
     # --- enqueue ------------------------------------------------------------------------
+
+    def options(
+        self,
+        *,
+        key: str | None = None,
+        at: datetime | None = None,
+        delay: float | None = None,
+        priority: int | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+        partition_key: str | None = None,
+        expires_at: datetime | None = None,
+        requires: Iterable[str] | None = None,
+        tenant: str | None = None,
+        conn: Any = None,
+    ) -> TaskOptions[P, R]:
+        """The enqueue options of a job, apart from its arguments: the handle's
+        `.enqueue(*args, **kwargs)` takes exactly the task's parameters (type-checked
+        by mypy against the function's signature), so a parameter named `key`, `queue`,
+        `delay` or `tenant` is passed like any other:
+
+            send.options(key="welcome-42", delay=60).enqueue(user_id=42, queue="mail")
+        """
+        return TaskOptions(
+            self,
+            {
+                "key": key,
+                "at": at,
+                "delay": delay,
+                "priority": priority,
+                "queue": queue,
+                "max_attempts": max_attempts,
+                "partition_key": partition_key,
+                "expires_at": expires_at,
+                "requires": requires,
+                "tenant": tenant,
+            },
+            conn,
+        )
 
     def enqueue(
         self,
@@ -198,7 +250,23 @@ class Task(Generic[P, R]):
         Jobs with the same `partition_key` (in one queue) run one at a time, in enqueue
         order; a job not started by `expires_at` is dead-lettered as expired.
         `requires` replaces the task's required labels for this job; `tenant` names who
-        the job is for (fair queues, per-tenant caps)."""
+        the job is for (fair queues, per-tenant caps).
+
+        Arguments and options share one namespace here: `task.options(...).enqueue(...)`
+        keeps them apart and is type-checked."""
+        self._check_shadowed(
+            key=key,
+            at=at,
+            delay=delay,
+            priority=priority,
+            queue=queue,
+            max_attempts=max_attempts,
+            partition_key=partition_key,
+            expires_at=expires_at,
+            requires=requires,
+            tenant=tenant,
+            conn=conn,
+        )
         row = self.build(
             args,
             key=key,
@@ -213,6 +281,64 @@ class Task(Generic[P, R]):
             tenant=tenant,
         )
         return self.app._insert([row], conn=conn, tasks=[self])[0]
+
+    async def enqueue_async(
+        self,
+        *,
+        key: str | None = None,
+        at: datetime | None = None,
+        delay: float | None = None,
+        priority: int | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+        partition_key: str | None = None,
+        expires_at: datetime | None = None,
+        requires: Iterable[str] | None = None,
+        tenant: str | None = None,
+        conn: Any = None,
+        **args: Any,
+    ) -> Job:
+        """`enqueue` without blocking the event loop: on PostgreSQL through psycopg's
+        AsyncConnection (`conn=` takes the caller's async connection, or an SQLAlchemy
+        AsyncSession), on SQLite in a worker thread."""
+        self._check_shadowed(
+            key=key,
+            at=at,
+            delay=delay,
+            priority=priority,
+            queue=queue,
+            max_attempts=max_attempts,
+            partition_key=partition_key,
+            expires_at=expires_at,
+            requires=requires,
+            tenant=tenant,
+            conn=conn,
+        )
+        row = self.build(
+            args,
+            key=key,
+            at=at,
+            delay=delay,
+            priority=priority,
+            queue=queue,
+            max_attempts=max_attempts,
+            partition_key=partition_key,
+            expires_at=expires_at,
+            requires=requires,
+            tenant=tenant,
+        )
+        return (await self.app._insert_async([row], conn=conn, tasks=[self]))[0]
+
+    def _check_shadowed(self, **given: Any) -> None:
+        """Refuse an option whose name is also one of the task's parameters: the caller
+        may have meant the argument (`task.options(...).enqueue(...)` tells them apart)."""
+        clash = sorted(name for name in self.shadowed if given[name] is not None)
+        if clash:
+            raise ArgumentsError(
+                f"{self.name} has parameters named like enqueue options ({', '.join(clash)}): "
+                f"enqueue it with {self.__name__}.options(...).enqueue(...), which keeps "
+                "arguments and options apart"
+            )
 
     def enqueue_many(
         self,
@@ -230,6 +356,71 @@ class Task(Generic[P, R]):
         conn: Any = None,
     ) -> list[Job]:
         """Store many jobs in one round trip; all are validated before any is written."""
+        rows = self._rows_many(
+            args_list,
+            at=at,
+            delay=delay,
+            priority=priority,
+            queue=queue,
+            max_attempts=max_attempts,
+            partition_key=partition_key,
+            expires_at=expires_at,
+            requires=requires,
+            tenant=tenant,
+        )
+        if not rows:
+            return []
+        return self.app._insert(rows, conn=conn, tasks=[self] * len(rows))
+
+    async def enqueue_many_async(
+        self,
+        args_list: Iterable[Mapping[str, Any]],
+        *,
+        at: datetime | None = None,
+        delay: float | None = None,
+        priority: int | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+        partition_key: str | None = None,
+        expires_at: datetime | None = None,
+        requires: Iterable[str] | None = None,
+        tenant: str | None = None,
+        conn: Any = None,
+    ) -> list[Job]:
+        """`enqueue_many` without blocking the event loop (see `enqueue_async`)."""
+        rows = self._rows_many(
+            args_list,
+            at=at,
+            delay=delay,
+            priority=priority,
+            queue=queue,
+            max_attempts=max_attempts,
+            partition_key=partition_key,
+            expires_at=expires_at,
+            requires=requires,
+            tenant=tenant,
+        )
+        if not rows:
+            return []
+        return await self.app._insert_async(rows, conn=conn, tasks=[self] * len(rows))
+
+    def _rows_many(
+        self,
+        args_list: Iterable[Mapping[str, Any]],
+        *,
+        key: str | None = None,
+        at: datetime | None,
+        delay: float | None,
+        priority: int | None,
+        queue: str | None,
+        max_attempts: int | None,
+        partition_key: str | None,
+        expires_at: datetime | None,
+        requires: Iterable[str] | None,
+        tenant: str | None,
+    ) -> list[JobInsert]:
+        if key is not None:
+            raise ArgumentsError("one idempotency key cannot name many jobs: drop key=")
         if isinstance(args_list, Mapping | str | bytes):
             raise ArgumentsError("enqueue_many takes a list of argument dicts")
         fields = self._fields(
@@ -249,13 +440,11 @@ class Task(Generic[P, R]):
             if not isinstance(args, Mapping):
                 raise ArgumentsError(f"enqueue_many item {i} is {type(args).__name__}, not a dict")
             try:
-                args_json = self._args_json(dict(args))
+                stored, args_json = self._stored_args(dict(args))
             except ArgumentsError as exc:
                 raise ArgumentsError(f"enqueue_many item {i}: {exc}") from None
-            rows.append(JobInsert.restore({**fields, "args_json": args_json}))
-        if not rows:
-            return []
-        return self.app._insert(rows, conn=conn, tasks=[self] * len(rows))
+            rows.append(JobInsert.restore({**fields, "args_json": args_json, "args": stored}))
+        return rows
 
     def build(
         self,
@@ -277,7 +466,7 @@ class Task(Generic[P, R]):
 
         `meta` is for rota's own features (a batch index, a workflow step, a trace
         context): it travels with the job and is read back as `ctx.meta`."""
-        args_json = self._args_json(args)
+        stored, args_json = self._stored_args(args)
         fields = self._fields(
             key=key,
             at=at,
@@ -291,13 +480,20 @@ class Task(Generic[P, R]):
             tenant=tenant,
         )
         fields["args_json"] = args_json
+        fields["args"] = stored
         if meta:
             fields["meta_json"] = encode(meta, what=f"metadata of {self.name}")
         return JobInsert.restore(fields)
 
-    def _args_json(self, args: dict[str, Any]) -> str:
-        """The stored form of one job's arguments: validated, JSON, sealed if encrypted."""
+    def _stored_args(self, args: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+        """One job's arguments as stored: validated, as JSON values and as JSON text,
+        sealed if encrypted (then only the text: the values stay with the caller)."""
         stored = self.args_model.dump(self.name, args)
+        text = self._seal(stored)
+        return (None if self.policy.encrypted else stored), text
+
+    def _seal(self, stored: dict[str, Any]) -> str:
+        """`stored` (validated JSON values) as the text written to the database."""
         args_json = encode(
             stored, what=f"arguments of {self.name}", limit=self.app.max_payload_bytes
         )
@@ -381,3 +577,96 @@ class Task(Generic[P, R]):
     def _key_states(self) -> tuple[str, ...] | None:
         states = self.policy.key_states
         return None if states is None else tuple(sorted(str(s) for s in states))
+
+
+class ContextTask(Task[Concatenate[Context, P], R]):
+    """A task whose function takes the job's `Context` first (`def f(ctx, ...)`). The
+    same as Task at run time; for a type checker, `.options()` leaves the context out
+    of the arguments `.enqueue()` takes."""
+
+    def options(  # type: ignore[override]  # the enqueued arguments lack the context
+        self,
+        *,
+        key: str | None = None,
+        at: datetime | None = None,
+        delay: float | None = None,
+        priority: int | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+        partition_key: str | None = None,
+        expires_at: datetime | None = None,
+        requires: Iterable[str] | None = None,
+        tenant: str | None = None,
+        conn: Any = None,
+    ) -> TaskOptions[P, R]:
+        return super().options(  # type: ignore[return-value]
+            key=key,
+            at=at,
+            delay=delay,
+            priority=priority,
+            queue=queue,
+            max_attempts=max_attempts,
+            partition_key=partition_key,
+            expires_at=expires_at,
+            requires=requires,
+            tenant=tenant,
+            conn=conn,
+        )
+
+
+class TaskOptions(Generic[P, R]):
+    """A task with its enqueue options set (`task.options(...)`): `.enqueue()` takes the
+    task's own arguments, positional or by name, and nothing else."""
+
+    __slots__ = ("_conn", "_options", "task")
+
+    def __init__(self, task: Task[Any, R], options: dict[str, Any], conn: Any) -> None:
+        # Checked now, so a bad option fails where it is written.
+        task._fields(**options)
+        self.task = task
+        self._options = options
+        self._conn = conn
+
+    def __repr__(self) -> str:
+        set_ = {k: v for k, v in self._options.items() if v is not None}
+        return f"<TaskOptions {self.task.name} {set_}>"
+
+    def _args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        names = self.task.args_model.names
+        if len(args) > len(names):
+            raise ArgumentsError(
+                f"{self.task.name} takes {len(names)} arguments, {len(args)} were given"
+            )
+        bound = dict(zip(names, args, strict=False))
+        for name in kwargs:
+            if name in bound:
+                raise ArgumentsError(f"{self.task.name} got argument {name!r} twice")
+        bound.update(kwargs)
+        return bound
+
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> Job:
+        """Store one job with these arguments (see Task.enqueue for the options)."""
+        row = self.task.build(self._args(args, kwargs), **self._options)
+        return self.task.app._insert([row], conn=self._conn, tasks=[self.task])[0]
+
+    async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> Job:
+        """`enqueue` without blocking the event loop (see Task.enqueue_async)."""
+        row = self.task.build(self._args(args, kwargs), **self._options)
+        jobs = await self.task.app._insert_async([row], conn=self._conn, tasks=[self.task])
+        return jobs[0]
+
+    def enqueue_many(self, args_list: Iterable[Mapping[str, Any]]) -> list[Job]:
+        """Store one job per argument dict, with these options, in one round trip."""
+        rows = self.task._rows_many(args_list, **self._options)
+        if not rows:
+            return []
+        return self.task.app._insert(rows, conn=self._conn, tasks=[self.task] * len(rows))
+
+    async def enqueue_many_async(self, args_list: Iterable[Mapping[str, Any]]) -> list[Job]:
+        """`enqueue_many` without blocking the event loop."""
+        rows = self.task._rows_many(args_list, **self._options)
+        if not rows:
+            return []
+        return await self.task.app._insert_async(
+            rows, conn=self._conn, tasks=[self.task] * len(rows)
+        )

@@ -3,7 +3,8 @@ over HTTP, three workers with one SIGKILLed every 1.5 s, every backend of the ru
 database terminated half-way (the CI stand-in for a server restart, which would disturb the
 other tests sharing the server), and a SIGTERM drain. The runner checks lost orders = 0,
 duplicate tickets = 0, every job terminal, no poison job stuck and no job run twice after
-it succeeded, and exits non-zero otherwise."""
+it succeeded, and exits non-zero otherwise. Then five workers with the default settings are
+SIGKILLed holding jobs, for the rescue time."""
 
 from __future__ import annotations
 
@@ -55,6 +56,8 @@ def test_short_chaos_run_loses_nothing_and_duplicates_nothing(tmp_path: Path) ->
             str(tmp_path / "chaos"),
             "--timeout",
             "300",
+            "--rescue-kills",
+            "5",
         ],
         cwd=REPO,
         env=env,
@@ -87,3 +90,9 @@ def test_short_chaos_run_loses_nothing_and_duplicates_nothing(tmp_path: Path) ->
     assert poison["poison_jobs"] == 8 and poison["stuck"] == poison["wrong_outcome"] == 0
     assert poison["probes_completed"] == poison["probes"] == 20
     assert poison["run_twice_after_success"] == 0
+    # The rescue phase (#17): workers with the default 30 s lease, SIGKILLed holding jobs;
+    # every job they held ran again, rescued as gone (their presence), not on the lease.
+    rescue = figures["rescue"]
+    assert rescue["kills"] == 5 and rescue["jobs"] >= 5
+    assert rescue["rescued_as"] == {"WorkerGone": rescue["jobs"]}
+    assert "rescue after kill -9" in out

@@ -18,6 +18,9 @@ import pytest
 import rota
 from rota.drivers.base import Claim, Completion
 from rota.ops.store import OpsStore
+from rota.routing.store import RoutingStore
+from rota.web.records import JobSearch
+from rota.web.store import WebStore
 
 FINISHED = 200_000
 RUNNING = 2_500
@@ -190,3 +193,64 @@ def test_hot_statements_read_a_bounded_number_of_rows_beside_200k_finished_jobs(
             assert "Seq Scan on rota_jobs" not in plan, f"{name} scans the table:\n{plan}"
             read = rows_read(plan)
             assert read <= bound, f"{name} read {read} rows of rota_jobs:\n{plan}"
+
+
+_INDEX_USE = re.compile(
+    r"(?:Index (?:Only )?Scan(?: Backward)? using|Bitmap Index Scan on|Conflict Arbiter Indexes:)"
+    r" (\w+)"
+)
+
+
+def test_every_index_on_rota_jobs_serves_a_named_statement(table: Table, pg_url: str) -> None:
+    """Each index costs every insert and state change, so each must earn it (#16): the
+    plans of the engine's named statements, run beside 200k finished jobs, use every index
+    on rota_jobs. A new index without a statement that uses it fails here."""
+    app = table.app
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        # Per-job gates and scheduled work, so the statements that serve them have rows.
+        conn.execute(
+            """
+            INSERT INTO rota_jobs (task, queue, state, max_attempts, run_at, partition_key,
+                                   requires, expires_at)
+            SELECT 't', 'g', CASE WHEN i % 2 = 0 THEN 'available' ELSE 'scheduled' END, 3,
+                   now() + CASE WHEN i % 2 = 0 THEN interval '0' ELSE interval '1 hour' END,
+                   CASE WHEN i % 3 = 0 THEN 'key-' || i % 11 END,
+                   CASE WHEN i % 3 = 1 THEN ARRAY['gpu'] END,
+                   CASE WHEN i % 3 = 2 THEN now() + interval '1 day' END
+            FROM generate_series(1, 600) AS i
+            """
+        )
+        # A due backlog on another queue: what KEDA asks of one queue must not read it.
+        conn.execute(
+            """
+            INSERT INTO rota_jobs (task, queue, state, max_attempts, run_at)
+            SELECT 't', 'backlog', 'scheduled', 3, now() - interval '1 minute'
+            FROM generate_series(1, 20000)
+            """
+        )
+        conn.execute("ANALYZE rota_jobs")
+        indexes = {
+            str(name)
+            for (name,) in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'rota_jobs'"
+                " AND schemaname = current_schema()"
+            )
+        }
+    calls = _calls(table)
+    del table.plans[:]
+    for call in calls.values():
+        call(0)
+    task = app.task(name="t.keyed", queue="q")(lambda: None)
+    task.enqueue(key="once")  # the idempotency key's arbiter
+    RoutingStore(app.driver).job_unroutable(None, 100)  # `rota queues unroutable`
+    search = WebStore(app.driver)  # the dashboard: search by key, a state newest first
+    search.job_search(JobSearch(q="once"))
+    search.job_search(JobSearch(states=("cancelled",)))  # a rare state
+    with app.driver.database.connection() as conn:
+        for queue in ("g", "q"):  # what KEDA polls (queue_keda_demand)
+            conn.execute(
+                f"SELECT rota_keda_backlog('{queue}') + rota_keda_running('{queue}')".encode()
+            )
+    used = {m for plan in table.plans for m in _INDEX_USE.findall(plan)}
+    idle = sorted(indexes - used)
+    assert not idle, f"indexes no named statement uses: {idle}"

@@ -72,7 +72,8 @@ def test_the_rendered_keda_query_returns_the_backlog(pg_app: rota.App, pg_url: s
 
 
 def grant_sql() -> str:
-    """The role set-up docs/kubernetes.md tells administrators to run."""
+    """The role set-up docs/kubernetes.md tells administrators to run: a NOLOGIN group role,
+    as `rota db roles` makes it (docs/security.md), and a login role in it."""
     blocks = re.findall(r"^```sql\n(.*?)^```", DOCS.read_text(), flags=re.DOTALL | re.M)
     found = [b for b in blocks if "GRANT EXECUTE ON FUNCTION" in b]
     assert len(found) == 1, "docs/kubernetes.md must show the rota_metrics grants once"
@@ -85,8 +86,14 @@ def test_a_role_with_only_the_documented_grants_reads_counts_only(
     populate(pg_app)
     schema = schema_of(pg_url)
     role = f"rota_metrics_{uuid.uuid4().hex[:10]}"
+    login = f"keda_reader_{uuid.uuid4().hex[:10]}"  # the role KEDA logs in as, in `role`
     outsider = f"rota_outsider_{uuid.uuid4().hex[:10]}"
-    setup = grant_sql().replace("rota_metrics", role).replace("SCHEMA public", f'SCHEMA "{schema}"')
+    setup = (
+        grant_sql()
+        .replace("rota_metrics", role)
+        .replace("keda_reader", login)
+        .replace("SCHEMA public", f'SCHEMA "{schema}"')
+    )
     with psycopg.connect(pg_url, autocommit=True) as admin:
         try:
             admin.execute(setup.encode())
@@ -110,13 +117,13 @@ def test_a_role_with_only_the_documented_grants_reads_counts_only(
                     conn.execute(keda_query("q").encode())
             # The metrics server (`rota k8s metrics-api`) logs in as that role: its read
             # path, the driver's queue_backlog, needs nothing more.
-            metrics_url = pg_url.replace("postgres@", f"{role}:change-me@", 1)
+            metrics_url = pg_url.replace("postgres@", f"{login}:change-me@", 1)
             assert metrics_url != pg_url
             with rota.App(metrics_url) as metrics_app:
                 report = metrics_app.driver.queue_backlog("q")
             assert (report.backlog, report.running) == (5, 2)
         finally:
-            for name in (role, outsider):
+            for name in (login, role, outsider):
                 if _exists(admin, name):
                     admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
                     admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))

@@ -105,7 +105,7 @@ def test_enqueue_text_output_and_the_human_views(run: Invoke, tasks_app: rota.Ap
     assert shown.exit_code == 0, shown.output
     assert f"job {job_id}" in shown.stdout
     assert "state=available" in shown.stdout
-    assert "'name': 'Ada'" in shown.stdout
+    assert 'args: {"name": "Ada", "times": 1}' in shown.stdout  # JSON, not a Python dict
 
     queues = run("queues", "ls")
     assert queues.exit_code == 0, queues.output
@@ -119,7 +119,7 @@ def test_stored_values_and_error_messages_are_printed_verbatim(
     job = enqueue_json(run, "greet", "--arg", "name=[bold]Ada[/bold] [1]")
     shown = run("jobs", "show", str(job["id"]))
     assert shown.exit_code == 0, shown.output
-    assert "'name': '[bold]Ada[/bold] [1]'" in shown.stdout
+    assert '"name": "[bold]Ada[/bold] [1]"' in shown.stdout
 
     unknown = run("enqueue", "--app", APP, "[red]nope")
     assert unknown.exit_code == 1

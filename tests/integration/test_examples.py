@@ -5,6 +5,8 @@ documentation cannot drift from working code (```py blocks are shown, not run)."
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import subprocess
@@ -40,6 +42,7 @@ def run(args: list[str], *, cwd: Path = REPO, url: str | None = None, timeout: f
 def test_quickstart(tmp_path: Path) -> None:
     out = run([str(REPO / "examples" / "quickstart.py")], cwd=tmp_path)
     assert "enqueued job 1 (available)" in out
+    assert "job 2 runs in an hour (scheduled)" in out  # typed enqueue with options
     assert "refused: bad arguments for task" in out
     assert "unexpected argument 'emial'" in out
     assert "job 1 is completed: Hello Ada, welcome aboard! (sent to ada@example.com)" in out
@@ -55,24 +58,49 @@ def test_readme_quickstart_is_the_tested_example() -> None:
 
 
 DOC_PAGES = sorted(p for p in (REPO / "docs").glob("*.md") if p.name != "benchmarks.md")
+# A ```python block, and the ```text block right after it if there is one: what it prints.
+BLOCK = re.compile(r"^```python\n(.*?)^```\n(?:\n*```text\n(.*?)^```\n)?", re.DOTALL | re.M)
+
+
+def printed_as_shown(out: str, shown: str) -> bool:
+    """`out` is what the page shows, where `...` in it stands for any text (ids, times)."""
+    pattern = ".*?".join(re.escape(part) for part in shown.strip().split("..."))
+    return re.fullmatch(pattern, out.strip(), flags=re.DOTALL) is not None
 
 
 @pytest.mark.parametrize("page", DOC_PAGES, ids=[p.stem for p in DOC_PAGES])
 def test_doc_page_code_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    blocks = re.findall(r"^```python\n(.*?)^```", page.read_text(), flags=re.DOTALL | re.M)
+    """Each block runs in order, and what it prints is what the page shows after it (a
+    block that prints must show it); a page that runs code checks something (#19)."""
+    blocks = BLOCK.findall(page.read_text())
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ROTA_DATABASE_URL", raising=False)
-    namespace: dict[str, object] = {"__name__": f"docs_{page.stem.replace('-', '_')}"}
+    # "__main__": as its reader runs it (python page.py), so nothing may depend on the
+    # test module's name.
+    namespace: dict[str, object] = {"__name__": "__main__"}
+    checks = 0
     try:
-        for number, block in enumerate(blocks, 1):
+        for number, (block, shown) in enumerate(blocks, 1):
+            where = f"{page.name}, python block {number}"
             # dont_inherit: a page runs as its reader runs it, not under this module's
             # `from __future__ import annotations`.
-            code = compile(block, f"{page.name}, python block {number}", "exec", dont_inherit=True)
-            exec(code, namespace)
+            code = compile(block, where, "exec", dont_inherit=True)
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                exec(code, namespace)
+            printed = out.getvalue()
+            if shown:
+                assert printed_as_shown(printed, shown), (
+                    f"{where} printed:\n{printed}\nbut the page shows:\n{shown}"
+                )
+            else:
+                assert not printed, f"{where} prints, but the page does not show it:\n{printed}"
+            checks += bool(shown) + block.count("assert ")
     finally:
         app = namespace.get("app")
         if isinstance(app, rota.App):
             app.close()
+    assert not blocks or checks, f"{page.name} runs code but checks nothing it does"
 
 
 def test_transactional_enqueue_sqlite(sqlite_url: str) -> None:

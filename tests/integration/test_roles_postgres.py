@@ -126,6 +126,10 @@ def test_producer_and_worker_run_under_their_roles(
         assert states[bad.id] is rota.JobState.DISCARDED
         done = worker_app.get_job(jobs[3].id)
         assert done is not None and done.result == 30 and done.progress == 0.5
+        # A producer may wait for its jobs: flagging one `awaited` is all it changes.
+        assert producer.wait(jobs[3], timeout=10) == 30
+        with pytest.raises(rota.JobFailedError):
+            producer.wait(bad.id, timeout=10)
 
         # The enqueue role cannot finish, fail or steal a job: the database refuses.
         with pytest.raises(rota.PermissionDeniedError, match="permission denied"):
@@ -201,6 +205,9 @@ def test_dead_letters_replay_and_metrics_roles(roles: Roles) -> None:
         )
         assert scraped.exit_code == 0, scraped.output
         assert "rota_" in scraped.output
+        # The replay role (the dashboard's) may also cancel in bulk, with its audit record.
+        cancelled = replayer.jobs.cancel(ids=[job.id], reason="customer left")
+        assert cancelled.count == 1 and replayer.jobs.audit()[0].count == 1
     finally:
         for app in (admin, reader, replayer, metrics):
             app.close()
@@ -212,7 +219,7 @@ def test_roles_are_printed_rerun_safely_and_checked(roles: Roles) -> None:
     printed = runner.invoke(cli, args)
     assert printed.exit_code == 0, printed.output
     assert "GRANT INSERT ON TABLE" in printed.output
-    assert 'GRANT UPDATE ("key_active") ON TABLE' in printed.output
+    assert 'GRANT UPDATE ("key_active", "awaited") ON TABLE' in printed.output
     again = runner.invoke(cli, [*args, "--apply", "--json"])  # idempotent
     assert again.exit_code == 0, again.output
     report = json.loads(again.output)
@@ -324,3 +331,32 @@ def test_the_dashboard_role_keeps_sessions_and_last_use(roles: Roles) -> None:
     finally:
         admin.close()
         reader.close()
+
+
+def test_kubernetes_keda_login_joins_the_metrics_role_rota_db_roles_made(roles: Roles) -> None:
+    """docs/kubernetes.md after docs/security.md (#19): `rota db roles --apply` made the
+    NOLOGIN metrics role; the page's last statement adds the login KEDA uses, and that
+    login reads the counts, and nothing else."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).parents[2] / "docs" / "kubernetes.md").read_text()
+    blocks = re.findall(r"^```sql\n(.*?)^```", page, re.S | re.M)
+    (block,) = [b for b in blocks if "keda_reader" in b]
+    statements = [s.strip() for s in block.split(";") if s.strip()]
+    assert statements[0].endswith("CREATE ROLE rota_metrics NOLOGIN")  # as rota db roles
+    last = statements[-1]
+    assert last.startswith("CREATE ROLE keda_reader LOGIN")
+    login = f"{roles.prefix}_keda_reader"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(
+            last.replace("keda_reader", login).replace("rota_metrics", f"{roles.prefix}_metrics")
+        )
+    try:
+        url = _as_user(roles.admin_url, f"{login}:change-me")
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert conn.execute("SELECT rota_keda_backlog('q')").fetchone() == (0,)
+        assert "permission denied" in _refused(url, "SELECT args FROM rota_jobs LIMIT 1")
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(f'DROP ROLE IF EXISTS "{login}"')

@@ -107,6 +107,12 @@ def test_run_needs_an_app_and_a_current_schema(run: Invoke, tmp_path: Path) -> N
     assert run("run", "k8s_app.flaky").exit_code == 2
     fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
     result = run("run", "k8s_app.flaky", "--app", APP, "--database-url", fresh)
+    # A SQLite file that does not exist is not created (#19): migrate makes it.
+    assert result.exit_code == 2 and "no such file" in result.stderr
+    assert "rota migrate" in result.stderr and not (tmp_path / "fresh.db").exists()
+    rota.App(fresh).close()  # an empty file: no schema yet
+    (tmp_path / "fresh.db").touch()
+    result = run("run", "k8s_app.flaky", "--app", APP, "--database-url", fresh)
     assert result.exit_code == 1 and "rota migrate" in result.stderr
 
 

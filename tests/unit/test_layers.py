@@ -17,7 +17,17 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     (
         "engine",
         frozenset(
-            {"settings", "maintenance", "telemetry", "task", "context", "app", "plugin", "worker"}
+            {
+                "settings",
+                "maintenance",
+                "telemetry",
+                "task",
+                "context",
+                "app",
+                "plugin",
+                "worker",
+                "waiter",
+            }
         ),
     ),
     (

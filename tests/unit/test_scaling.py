@@ -87,3 +87,12 @@ def test_bad_settings_are_refused() -> None:
         ScaleHintSettings(drain_within=0)
     with pytest.raises(ConfigurationError):
         ScaleHintSettings(target=float("nan"))
+
+
+def test_an_empty_queue_suggests_no_target() -> None:
+    # Quick jobs ran lately, nothing waits now: concurrency x drain / mean would say 2195.51
+    # jobs per replica, a number from nothing. The hint keeps KEDA's rule instead (#19).
+    empty = hint(0, mean=0.2733, concurrency=10, drain_within=60)
+    assert empty.suggested_target is None and empty.drain_s is None
+    assert empty.desired == empty.keda_replicas == 0
+    assert hint(0, mean=0.2733, min_replicas=2).desired == 2

@@ -65,6 +65,8 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/api/jobs"): {"task": "shop.email", "args": {"to": "a@b"}},
     ("POST", "/api/dead-letters/replay"): {"reason": "r", "all": True, "dry_run": True},
     ("POST", "/api/dead-letters/dismiss"): {"ids": [999999], "reason": "r"},
+    ("POST", "/api/queues/{name}/purge"): {"reason": "r", "dry_run": True},
+    ("POST", "/api/jobs/cancel"): {"reason": "r", "all": True, "dry_run": True},
     ("POST", "/api/tokens"): {"name": "made-by-matrix", "role": "viewer"},
     ("POST", "/api/session"): {"token": "rota_not-a-token"},
     ("POST", "/api/session/link"): {"code": "not-a-code"},

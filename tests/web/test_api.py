@@ -165,6 +165,10 @@ def test_job_search_by_id_key_task_state_and_text(site: Site) -> None:
     assert ids(f"?before_id={c.id}&limit=1") == [b.id]
     assert ids("?q=%25") == []  # LIKE wildcards are plain text here
     assert ids("?q=nothing-like-it") == []
+    # The tenant filter (the dashboard's Cancel matching selects by it too, #19).
+    d = site.app.enqueue("shop.email", {"to": "acme@example.com"}, tenant="acme")
+    assert ids("?tenant=acme") == [d.id]
+    assert ids("?tenant=acme&queue=payments") == []
 
 
 def test_job_page_data_has_attempts_tracebacks_checkpoint_and_steps(site: Site) -> None:

@@ -244,6 +244,89 @@ def test_a_viewer_sees_no_payload_and_markup_in_errors_stays_text(dash: Dash) ->
     assert "/tokens" not in nav and "/dead-letters" not in nav and "/jobs" in nav
 
 
+def test_purge_a_queue_after_a_dry_run_and_see_the_audit_row(dash: Dash) -> None:
+    """Issue 19: Purge on the overview counts per task first, asks why, then cancels the
+    queue's waiting jobs; the audit list shows who and why."""
+    from selenium.webdriver.common.by import By
+
+    d = dash.driver
+    sign_in(dash, "browser")
+    wait(d, lambda d: depth(d, "payments") == 4)
+    d.find_element(By.CSS_SELECTOR, 'button[data-purge="payments"]').click()
+    result = d.find_element(By.ID, "bulk-result")
+    wait(d, lambda d: "Dry run: would cancel 4 waiting jobs of queue payments" in result.text)
+    assert "shop.charge \u00d7 4" in result.text
+    waiting = dash.app.list_jobs(queue="payments", state="available")
+    assert len(waiting) == 4  # the dry run changed nothing
+    go = d.find_element(By.ID, "bulk-go")
+    wait(d, lambda d: go.is_enabled() and go.text == "Purge 4")
+    go.click()  # no reason yet: refused, nothing cancelled
+    wait(d, lambda d: "Give a reason" in result.text)
+    assert "bad" in result.get_attribute("class")
+    reason = d.find_element(By.CSS_SELECTOR, "#bulk-form input[name=reason]")
+    reason.send_keys("orders replayed twice")
+    go.click()
+    wait(d, lambda d: "Cancelled 4 waiting jobs of queue payments" in result.text)
+    assert all(dash.app.get_job(j.id).state is rota.JobState.CANCELLED for j in waiting)
+    wait(d, lambda d: depth(d, "payments") == 0)
+    row = wait(d, lambda d: d.find_element(By.CSS_SELECTOR, "#audit tr[data-audit]"))
+    assert "purge" in row.text and "orders replayed twice" in row.text
+    assert "queue payments" in row.text
+    (record,) = dash.app.jobs.audit(limit=5)
+    assert record.action == "purge" and sorted(record.job_ids) == sorted(j.id for j in waiting)
+
+
+def test_cancel_the_jobs_matching_the_filter(dash: Dash) -> None:
+    from selenium.webdriver.common.by import By
+
+    later = dash.app.enqueue("shop.email", {"to": "bob@example.com"}, delay=3600)
+    d = dash.driver
+    sign_in(dash, "browser", "/jobs?queue=payments&q=order-42")
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#jobs tr[data-job]"))
+    d.find_element(By.ID, "cancel-matching").click()
+    result = d.find_element(By.ID, "bulk-result")
+    wait(d, lambda d: "free-text search cannot select" in result.text)
+    assert not d.find_element(By.ID, "bulk-go").is_enabled()
+    form = d.find_element(By.ID, "search")
+    form.find_element(By.NAME, "q").clear()
+    # A problem the server finds is shown with its reason, never a blank failure.
+    form.find_element(By.NAME, "queue").send_keys(" orders")
+    d.find_element(By.ID, "cancel-matching").click()
+    wait(d, lambda d: "Dry run failed: bad queue name 'payments orders'" in result.text)
+    assert "bad" in result.get_attribute("class")
+    assert not d.find_element(By.ID, "bulk-go").is_enabled()
+    form.find_element(By.NAME, "queue").clear()
+    form.find_element(By.NAME, "queue").send_keys("payments")
+    form.find_element(By.NAME, "task").send_keys("shop.charge")
+    d.find_element(By.ID, "cancel-matching").click()
+    counted = "would cancel 4 waiting jobs of queue payments, task shop.charge"
+    wait(d, lambda d: counted in result.text)
+    assert "queue=payments" in d.current_url and "task=shop.charge" in d.current_url
+    d.find_element(By.CSS_SELECTOR, "#bulk-form input[name=reason]").send_keys("INC-2051")
+    d.find_element(By.ID, "bulk-go").click()
+    wait(d, lambda d: "Cancelled 4" in result.text)
+    wait(d, lambda d: "INC-2051" in d.find_element(By.ID, "audit").text)
+    assert dash.app.get_job(later.id).state is rota.JobState.SCHEDULED  # another queue
+    assert not dash.app.list_jobs(queue="payments", state="available")
+
+
+def test_a_viewer_sees_no_purge_or_cancel_button(dash: Dash) -> None:
+    from selenium.webdriver.common.by import By
+
+    dash.app.tokens.create("auditor", "viewer")
+    d = dash.driver
+    sign_in(dash, "auditor")
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, 'tr[data-queue="payments"]'))
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#audit tr"))
+    assert d.find_elements(By.CSS_SELECTOR, "button[data-purge]") == []
+    assert d.find_elements(By.ID, "bulk-panel") == []
+    assert "No purge or bulk cancel yet." in d.find_element(By.ID, "audit").text
+    d.get(f"{dash.url}/jobs?queue=payments")
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#jobs tr[data-job]"))
+    assert d.find_elements(By.ID, "cancel-matching") == []
+    assert d.find_elements(By.ID, "bulk-panel") == []
+
+
 def test_the_overview_says_when_a_transaction_holds_the_database_back(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -40,6 +40,8 @@ class BatchStatus:
     callback_job_id: int | None
     spec: dict[str, Any]
     created: bool = True  # False: a batch of this name existed, and this is it
+    # While the batch waits out the back-off after a failure: when it starts jobs again.
+    backoff_until: datetime | None = None
 
     @property
     def finished(self) -> bool:
@@ -90,6 +92,7 @@ class BatchStatus:
             callback_job_id=record.callback_job_id,
             spec=record.spec,
             created=record.created,
+            backoff_until=_backoff_until(record),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -122,4 +125,26 @@ class BatchStatus:
             "finished_at": iso(self.finished_at),
             "callback_job_id": self.callback_job_id,
             "spec": self.spec,
+            "backoff_until": iso(self.backoff_until),
         }
+
+
+def _backoff_until(record: BatchRecord) -> datetime | None:
+    """The end of the batch-wide back-off after its last failure (Kubernetes' pod
+    back-off), while it matters: the batch runs, has indexes left and failed lately."""
+    from datetime import timedelta
+
+    from rota.batches.spec import BatchSpec
+
+    if record.condition is not None or record.interim is not None or record.suspended:
+        return None
+    if record.last_failure_at is None or record.fails_since_success <= 0:
+        return None
+    try:
+        spec = BatchSpec.from_json(record.spec)
+    except Exception:  # an older or odd spec: say nothing rather than something wrong
+        return None
+    if spec.backoff_limit_per_index is not None:
+        return None  # per-index back-off: each index has its own
+    delay = spec.delay(record.fails_since_success)
+    return record.last_failure_at + timedelta(seconds=delay) if delay else None

@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
-from rich.table import Table
 
 from rota.batches.status import BatchStatus
-from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
+from rota.cli.common import app_options, json_option, load_app, print_json, run_guarded
+from rota.cli.table import Column, Listing, say, wide_option
 from rota.job import Job
 from rota.standard import App
 
@@ -29,12 +29,12 @@ def _time(value: datetime | None) -> str:
 
 
 def _condition(status: BatchStatus) -> str:
+    """Plain text (a cell of a listing is never markup)."""
     if status.condition is not None:
-        color = "green" if status.condition == "Complete" else "red"
-        return f"[{color}]{status.condition}[/{color}] {status.reason}"
+        return f"{status.condition} {status.reason}"
     if status.interim is not None:
-        return f"[yellow]{status.interim}[/yellow] {status.reason}"
-    return "[yellow]suspended[/yellow]" if status.suspended else "running"
+        return f"{status.interim} {status.reason}"
+    return "suspended" if status.suspended else "running"
 
 
 def _job_json(job: Job) -> dict[str, Any]:
@@ -59,7 +59,10 @@ def batches() -> None:
 @app_options
 @click.option("--open", "open_only", is_flag=True, help="Only batches not finished yet.")
 @click.option("--task", help="Only batches of this task.")
-@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(1, 10_000), default=50, show_default=True, help="Most rows."
+)
+@wide_option
 @json_option
 def ls(
     app_path: str | None,
@@ -67,6 +70,7 @@ def ls(
     open_only: bool,
     task: str | None,
     limit: int,
+    wide: bool,
     as_json: bool,
 ) -> None:
     """Batches, newest first."""
@@ -78,20 +82,20 @@ def ls(
     if as_json:
         print_json([s.to_json() for s in found])
         return
-    table = Table(
-        "id",
-        "name",
-        "task",
+    table = Listing(
+        Column("id", justify="right"),
+        Column("name", flex=True, drop=1),
+        Column("task", flex=True),
         "completions",
-        "active",
-        "succeeded",
+        Column("active", drop=2),
+        Column("succeeded", drop=3),
         "failed",
-        "condition",
-        "started (UTC)",
+        Column("condition", flex=True),
+        Column("started (UTC)", drop=4),
     )
     for status in found:
         table.add_row(
-            str(status.id),
+            status.id,
             status.name or "-",
             status.task,
             f"{status.succeeded}/{status.completions}",
@@ -101,14 +105,17 @@ def ls(
             _condition(status),
             _time(status.start_time),
         )
-    console.print(table)
+    table.print(wide=wide)
 
 
 @batches.command()
 @app_options
 @click.argument("batch")
+@wide_option
 @json_option
-def show(app_path: str | None, database_url: str | None, batch: str, as_json: bool) -> None:
+def show(
+    app_path: str | None, database_url: str | None, batch: str, wide: bool, as_json: bool
+) -> None:
     """One BATCH (id or name): its status, indexes and jobs."""
 
     def read(app: App) -> tuple[BatchStatus, list[Job]]:
@@ -119,36 +126,39 @@ def show(app_path: str | None, database_url: str | None, batch: str, as_json: bo
         print_json({**status.to_json(), "jobs": [_job_json(j) for j in jobs]})
         return
     mode = "Indexed" if status.indexed else "NonIndexed"
-    console.print(
-        f"[bold]batch {status.id}[/bold] {status.name or ''}  task={status.task} "
+    say(
+        (f"batch {status.id}", "bold"),
+        f" {status.name or ''}  task={status.task} "
         f"queue={status.queue} {mode} completions={status.completions} "
         f"parallelism={status.parallelism}",
-        highlight=False,
     )
-    console.print(f"condition: {_condition(status)}", highlight=False)
+    say(f"condition: {_condition(status)}")
     if status.message:
-        console.print(f"message: {status.message}", highlight=False)
-    console.print(
+        say(f"message: {status.message}")
+    say(
         f"active {status.active}  succeeded {status.succeeded}  failed {status.failed}  "
-        f"ignored {status.ignored}",
-        highlight=False,
+        f"ignored {status.ignored}"
     )
-    console.print(
+    say(
         f"completed indexes: {status.completed_indexes or '-'}  "
-        f"failed indexes: {status.failed_indexes or '-'}",
-        highlight=False,
+        f"failed indexes: {status.failed_indexes or '-'}"
     )
-    console.print(
+    say(
         f"created {_time(status.created_at)}  started {_time(status.start_time)}  "
-        f"finished {_time(status.finished_at)}",
-        highlight=False,
+        f"finished {_time(status.finished_at)}"
     )
-    table = Table("job", "index", "state", "error", "finished (UTC)")
+    table = Listing(
+        Column("job", justify="right"),
+        "index",
+        "state",
+        Column("error", flex=True, least=24),
+        Column("finished (UTC)", drop=1),
+    )
     for job in jobs:
         row = _job_json(job)
-        error = f"{row['error_type']}: {row['message']}" if row["error_type"] else "-"
-        table.add_row(str(job.id), str(row["index"]), row["state"], error, _time(job.finished_at))
-    console.print(table)
+        error = f"{row['error_type']}: {row['message']}" if row["error_type"] else ""
+        table.add_row(job.id, row["index"], row["state"], error, _time(job.finished_at))
+    table.print(wide=wide)
 
 
 def _act(

@@ -11,7 +11,7 @@ from typing import Any, TypeVar, cast
 
 import click
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from rota import app as engine
 from rota.drivers.url import ENV_URL_FILE, DatabaseURL, from_file
@@ -26,9 +26,28 @@ console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
 
-def load_app(app_path: str | None, database_url: str | None) -> App:
+def load_app(app_path: str | None, database_url: str | None, *, creates: bool = False) -> App:
     """`--app pkg.module:attr` imports the user's app; `--database-url` alone gives an
-    app without tasks (enough to inspect and act on jobs)."""
+    app without tasks (enough to inspect and act on jobs). Only a command that `creates`
+    the database or waits for it (migrate, worker, the servers) may be given a SQLite file
+    that does not exist: for the others a typo in the path would make a new, empty one."""
+    app = _load_app(app_path, database_url)
+    if not creates:
+        require_sqlite_file(app.url)
+    return app
+
+
+def require_sqlite_file(url: DatabaseURL, option: str = "--database-url") -> None:
+    """Refuse a SQLite path that does not exist, instead of creating an empty file."""
+    if url.dialect == "sqlite" and url.path and not os.path.exists(url.path):
+        where = f"{option} or $ROTA_DATABASE_URL" if option == "--database-url" else option
+        raise click.UsageError(
+            f"no such file: {url.path} (check the path in {where}; "
+            "`rota migrate` creates a new database)"
+        )
+
+
+def _load_app(app_path: str | None, database_url: str | None) -> App:
     app_path = app_path or os.environ.get("ROTA_APP")
     url: str | DatabaseURL | None = database_url
     if database_url:
@@ -143,7 +162,9 @@ def print_json(value: Any) -> None:
 
 def fail(message: str, code: int = 1) -> None:
     # The message quotes user input: print it as text, not as rich markup.
-    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False)
+    from rota.cli.table import visible
+
+    err_console.print(Text.assemble(("error:", "red"), " ", visible(message)), highlight=False)
     sys.exit(code)
 
 

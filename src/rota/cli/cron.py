@@ -7,17 +7,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
-from rich.table import Table
 
 from rota.cli.common import (
     app_options,
-    console,
     fail,
     json_option,
     load_app,
     print_json,
     run_guarded,
 )
+from rota.cli.table import Column, Listing, json_text, say
 from rota.errors import RotaError, ScheduleError
 from rota.schedules.spec import ScheduleSpec, load_zone, normalize_expression
 from rota.schedules.store import ScheduleRecord, ScheduleRun
@@ -52,11 +51,19 @@ def ls(app_path: str | None, database_url: str | None, as_json: bool) -> None:
     if as_json:
         print_json([schedule_json(r, now) for r in records])
         return
-    table = Table("name", "schedule", "zone", "next run", "last scheduled", "active", "policy")
+    table = Listing(
+        Column("name", flex=True),
+        "schedule",
+        Column("zone", drop=3),
+        Column("next run", flex=True),
+        Column("last scheduled", drop=2),
+        Column("active", drop=1),
+        Column("policy", drop=4),
+    )
     for record in records:
         spec = spec_or_error(record)
         if isinstance(spec, ScheduleError):
-            upcoming = f"[red]invalid[/red]: {spec}"
+            upcoming = f"invalid: {spec}"
             valid = None
         else:
             valid = spec
@@ -73,13 +80,20 @@ def ls(app_path: str | None, database_url: str | None, as_json: bool) -> None:
             str(record.active),
             record.concurrency,
         )
-    console.print(table)
+    table.print()
 
 
 @cron.command()
 @app_options
 @click.argument("name")
-@click.option("--next", "count", type=click.IntRange(1, 100), default=5, show_default=True)
+@click.option(
+    "--next",
+    "count",
+    type=click.IntRange(1, 100),
+    default=5,
+    show_default=True,
+    help="How many next runs to list.",
+)
 @json_option
 def show(
     app_path: str | None, database_url: str | None, name: str, count: int, as_json: bool
@@ -97,41 +111,43 @@ def show(
         return
     spec = spec_or_error(record)
     valid = spec if isinstance(spec, ScheduleSpec) else None
-    console.print(
-        f"[bold]{record.name}[/bold]  {record.expression!r} in {record.timezone}  "
-        f"task={record.task} queue={record.queue}"
-        + ("  [yellow]suspended[/yellow]" if record.suspended else ""),
-        highlight=False,
+    say(
+        (record.name, "bold"),
+        f"  {record.expression!r} in {record.timezone}  task={record.task} queue={record.queue}",
+        ("  suspended", "yellow") if record.suspended else "",
     )
     deadline = "none" if record.starting_deadline is None else f"{record.starting_deadline:g}s"
-    console.print(
+    say(
         f"concurrency={record.concurrency} starting_deadline={deadline} dst={record.dst} "
         f"history={record.successful_history_limit} ok / {record.failed_history_limit} failed"
-        + (" strict_missed_limit" if record.strict_missed_limit else ""),
-        highlight=False,
+        + (" strict_missed_limit" if record.strict_missed_limit else "")
     )
-    console.print(f"args: {data['args']}", highlight=False)
+    args = data["args"]
+    say(f"args: {args if isinstance(args, str) else json_text(args)}")
     if valid is None:
-        console.print(f"[red]invalid here:[/red] {spec}", highlight=False)
+        say(("invalid here:", "red"), f" {spec}")
     elif not record.suspended:
         for tick in next_runs(valid, now, count):
-            console.print(f"  next  {local_time(tick, valid)}", highlight=False)
-    console.print(
+            say(f"  next  {local_time(tick, valid)}")
+    say(
         f"last scheduled {local_time(record.last_schedule_time, valid)}  "
         f"last successful {local_time(record.last_successful_time, valid)}  "
-        f"active {record.active}",
-        highlight=False,
+        f"active {record.active}"
     )
     if record.last_event:
-        console.print(
-            f"last event ({local_time(record.last_event_at, valid)}): {record.last_event}",
-            highlight=False,
-        )
+        say(f"last event ({local_time(record.last_event_at, valid)}): {record.last_event}")
     _print_runs(runs)
 
 
 def _print_runs(runs: list[ScheduleRun]) -> None:
-    table = Table("run", "trigger", "scheduled for", "job", "state", "finished (UTC)")
+    table = Listing(
+        Column("run", flex=True),
+        "trigger",
+        "scheduled for",
+        Column("job", justify="right"),
+        "state",
+        Column("finished (UTC)", drop=1),
+    )
     for run in runs:
         finished = (
             "-"
@@ -146,13 +162,15 @@ def _print_runs(runs: list[ScheduleRun]) -> None:
             "-" if run.job_state is None else str(run.job_state),
             finished,
         )
-    console.print(table)
+    table.print()
 
 
 @cron.command()
 @app_options
 @click.argument("name")
-@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(1, 10_000), default=50, show_default=True, help="Most rows."
+)
 @json_option
 def history(
     app_path: str | None, database_url: str | None, name: str, limit: int, as_json: bool
@@ -238,9 +256,20 @@ def delete(app_path: str | None, database_url: str | None, name: str, as_json: b
 @click.argument("expression")
 @click.option("--tz", default="UTC", show_default=True, help="IANA time zone.")
 @click.option(
-    "--dst", type=click.Choice([p.value for p in DstPolicy]), default="once", show_default=True
+    "--dst",
+    type=click.Choice([p.value for p in DstPolicy]),
+    default="once",
+    show_default=True,
+    help="A wall-clock time that occurs twice (clocks back) fires once or twice; one that "
+    "is skipped (clocks forward) fires at the next valid time.",
 )
-@click.option("--count", type=click.IntRange(1, 1000), default=5, show_default=True)
+@click.option(
+    "--count",
+    type=click.IntRange(1, 1000),
+    default=5,
+    show_default=True,
+    help="How many fire times to print.",
+)
 @click.option("--after", help="Start after this ISO time (default: now).")
 @json_option
 def next_(expression: str, tz: str, dst: str, count: int, after: str | None, as_json: bool) -> None:

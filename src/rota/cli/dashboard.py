@@ -33,7 +33,13 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
 @click.group(invoke_without_command=True)
 @app_options
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8765,
+    show_default=True,
+    help="Port to serve on (0: any free port).",
+)
 @click.option(
     "--no-auth",
     is_flag=True,
@@ -136,7 +142,7 @@ def dashboard(
         )
     except ConfigurationError as exc:
         fail(str(exc), code=2)
-    app = load_app(app_path, database_url)
+    app = load_app(app_path, database_url, creates=True)
     # Refuse to serve a database that is unreachable or not migrated: one line, exit 1.
     run_guarded(app.check_schema)
     web = create_app(app, settings)

@@ -11,8 +11,10 @@ from rota.cli.common import (
     json_option,
     load_app,
     print_json,
+    require_sqlite_file,
     run_guarded,
 )
+from rota.cli.progress import progress_bars
 from rota.errors import ConfigurationError
 from rota.security import roles as role_plans
 from rota.security.encryption import RotationReport, generate_key, keyring_from_env, rotate_stored
@@ -107,7 +109,13 @@ def generate_key_command() -> None:
 
 @db.command("rotate-key")
 @app_options
-@click.option("--batch", type=click.IntRange(1, 10_000), default=500, show_default=True)
+@click.option(
+    "--batch",
+    type=click.IntRange(1, 10_000),
+    default=500,
+    show_default=True,
+    help="Rows re-encrypted per transaction.",
+)
 @json_option
 def rotate_key(app_path: str | None, database_url: str | None, batch: int, as_json: bool) -> None:
     """Re-encrypt stored arguments under the current key (the first of
@@ -115,7 +123,10 @@ def rotate_key(app_path: str | None, database_url: str | None, batch: int, as_js
     app = load_app(app_path, database_url)
     try:
         ring = run_guarded(keyring_from_env)
-        report: RotationReport = run_guarded(lambda: rotate_stored(app.driver, ring, batch=batch))
+        with progress_bars(not as_json) as bars:
+            report: RotationReport = run_guarded(
+                lambda: rotate_stored(app.driver, ring, batch=batch, progress=bars)
+            )
     finally:
         app.close()
     if as_json:
@@ -136,7 +147,13 @@ def rotate_key(app_path: str | None, database_url: str | None, batch: int, as_js
 @click.option("--from", "source_url", required=True, help="The SQLite installation: sqlite:///...")
 @click.option("--to", "target_url", required=True, help="The PostgreSQL target: postgresql://...")
 @click.option("--dry-run", is_flag=True, help="Check and count; write nothing.")
-@click.option("--batch", type=click.IntRange(1, 100_000), default=1000, show_default=True)
+@click.option(
+    "--batch",
+    type=click.IntRange(1, 100_000),
+    default=1000,
+    show_default=True,
+    help="Rows copied per statement.",
+)
 @json_option
 def copy_command(
     source_url: str, target_url: str, dry_run: bool, batch: int, as_json: bool
@@ -153,11 +170,15 @@ def copy_command(
         source_parsed, target_parsed = parse(source_url), parse(target_url)
     except ConfigurationError as exc:
         raise click.BadParameter(str(exc)) from None
+    require_sqlite_file(source_parsed, "--from")
     source, target = open_driver(source_parsed), open_driver(target_parsed, pool_size=1)
     try:
-        report: CopyReport = run_guarded(
-            lambda: copy_installation(source, target, dry_run=dry_run, batch=batch)
-        )
+        with progress_bars(not as_json and not dry_run) as bars:
+            report: CopyReport = run_guarded(
+                lambda: copy_installation(
+                    source, target, dry_run=dry_run, batch=batch, progress=bars
+                )
+            )
     finally:
         source.close()
         target.close()

@@ -8,10 +8,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import click
-from rich.markup import escape
-from rich.table import Table
 
-from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
+from rota.cli.common import app_options, json_option, load_app, print_json, run_guarded
+from rota.cli.table import Column, Listing, json_text, say, visible, wide_option
 from rota.job import Job
 from rota.ops.model import ReplayRecord, ReplayReport, Selection
 
@@ -44,13 +43,13 @@ def selection_options(func: F) -> F:
             click.option(
                 "--id", "ids", type=int, multiple=True, help="A dead letter (repeatable)."
             ),
-            click.option("--task"),
-            click.option("--queue"),
+            click.option("--task", help="Only dead letters of this task."),
+            click.option("--queue", help="Only dead letters of this queue."),
             click.option("--error-type", help="Last error's type, e.g. ValueError (suffix match)."),
             click.option("--text", help="Text in the last error message (case-insensitive)."),
             click.option("--since", help="Discarded at or after: ISO time or age (2h, 7d)."),
             click.option("--until", help="Discarded before: ISO time or age."),
-            click.option("--partition-key"),
+            click.option("--partition-key", help="Only dead letters of this partition key."),
         ]
     ):
         func = option(func)
@@ -94,9 +93,12 @@ def dlq() -> None:
 @dlq.command("ls")
 @app_options
 @selection_options
-@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(1, 10_000), default=50, show_default=True, help="Most rows."
+)
 @click.option("--before-id", type=int, help="Page: only dead letters with a smaller id.")
 @token_option
+@wide_option
 @json_option
 def ls(
     app_path: str | None,
@@ -104,6 +106,7 @@ def ls(
     limit: int,
     before_id: int | None,
     token: str | None,
+    wide: bool,
     as_json: bool,
     **options: Any,
 ) -> None:
@@ -119,20 +122,28 @@ def ls(
     if as_json:
         print_json([job.to_json() for job in found])
         return
-    table = Table("id", "task", "queue", "partition", "attempts", "discarded (UTC)", "last error")
+    table = Listing(
+        Column("id", justify="right"),
+        Column("task", flex=True),
+        "queue",
+        Column("partition", drop=3),
+        Column("attempts", drop=1),
+        Column("discarded (UTC)", drop=2),
+        Column("last error", flex=True, least=24),
+    )
     for job in found:
         last = job.history[-1] if job.history else None
         error = f"{last.error_type}: {last.message}" if last and last.error_type else ""
         table.add_row(
-            str(job.id),
-            escape(job.task),
-            escape(job.queue),
-            escape(job.partition_key or ""),
-            str(len(job.history)),
+            job.id,
+            job.task,
+            job.queue,
+            job.partition_key or "",
+            len(job.history),
             _when(job.finished_at),
-            escape(error[:70]),
+            error,
         )
-    console.print(table)
+    table.print(wide=wide)
 
 
 @dlq.command()
@@ -152,25 +163,23 @@ def show(
     if as_json:
         print_json(job.to_json())
         return
-    console.print(
+    say(
         f"job {job.id}  {job.task}  queue={job.queue}  state={job.state.value}  "
-        f"attempt {job.attempt}/{job.max_attempts}  partition={job.partition_key or '-'}",
-        highlight=False,
-        markup=False,
+        f"attempt {job.attempt}/{job.max_attempts}  partition={job.partition_key or '-'}"
     )
-    console.print(f"args: {job.to_json()['args']}", highlight=False, markup=False)
+    args = job.to_json()["args"]
+    say(f"args: {args if isinstance(args, str) else json_text(args)}")
     if job.meta:
-        console.print(f"meta: {job.meta}", highlight=False, markup=False)
+        say(f"meta: {json_text(job.meta)}")
     for a in job.history:
-        console.print(
+        say(
             f"  #{a.attempt} {a.outcome.value:<9} {_when(a.started_at)} -> "
             f"{_when(a.finished_at)} worker={a.worker or '-'} "
-            f"{a.error_type or ''} {a.message or ''}",
-            highlight=False,
-            markup=False,
+            f"{a.error_type or ''} {a.message or ''}"
         )
         if a.traceback:
-            console.print(a.traceback.rstrip(), style="dim", highlight=False, markup=False)
+            for text in a.traceback.rstrip().split("\n"):
+                say((text, "dim"))
 
 
 def _print_report(report: ReplayReport) -> None:
@@ -178,12 +187,12 @@ def _print_report(report: ReplayReport) -> None:
     pace = "" if report.rate is None else f" at {report.rate:g}/s (over {report.seconds:.1f}s)"
     click.echo(f"{verb} {report.count} of {report.matched} matching dead letter(s){pace}")
     for task, n in report.per_task.items():
-        click.echo(f"  {n:>7}  {task}")
+        click.echo(f"  {n:>7}  {visible(task)}")
     if report.matched > report.count and report.count:
         click.echo(
             f"  ({report.matched - report.count} more match: run it again, or raise --limit)"
         )
-    click.echo(f"as {report.principal}")
+    click.echo(f"as {visible(report.principal)}")
 
 
 @dlq.command()
@@ -193,7 +202,13 @@ def _print_report(report: ReplayReport) -> None:
 @click.option("--reason", help="Why (kept in the audit record). Required unless --dry-run.")
 @click.option("--rate", type=click.FloatRange(min=0, min_open=True), help="Jobs per second.")
 @click.option("--dry-run", is_flag=True, help="Count what would be replayed; change nothing.")
-@click.option("--limit", type=click.IntRange(1, 100_000), default=10_000, show_default=True)
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 100_000),
+    default=10_000,
+    show_default=True,
+    help="Most dead letters replayed by this run (run it again for more).",
+)
 @click.option(
     "--attempts",
     type=click.IntRange(1, 10_000),
@@ -273,11 +288,19 @@ def dismiss(
 
 @dlq.command()
 @app_options
-@click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(1, 10_000), default=20, show_default=True, help="Most rows."
+)
 @token_option
+@wide_option
 @json_option
 def replays(
-    app_path: str | None, database_url: str | None, limit: int, token: str | None, as_json: bool
+    app_path: str | None,
+    database_url: str | None,
+    limit: int,
+    token: str | None,
+    wide: bool,
+    as_json: bool,
 ) -> None:
     """The replay audit: who replayed what, when, why and how many."""
     app = load_app(app_path, database_url)
@@ -288,15 +311,23 @@ def replays(
     if as_json:
         print_json([r.to_json() for r in records])
         return
-    table = Table("id", "at (UTC)", "who", "count", "rate", "reason", "selection")
+    table = Listing(
+        Column("id", justify="right"),
+        Column("at (UTC)", drop=2),
+        "who",
+        "count",
+        Column("rate", drop=1),
+        Column("reason", flex=True),
+        Column("selection", flex=True),
+    )
     for r in records:
         table.add_row(
-            str(r.id),
+            r.id,
             _when(r.created_at),
-            escape(r.principal),
-            str(r.count),
+            r.principal,
+            r.count,
             "-" if r.rate is None else f"{r.rate:g}/s",
-            escape(r.reason[:40]),
-            escape(str(r.selection)[:60]),
+            r.reason,
+            json_text(r.to_json()["selection"]),
         )
-    console.print(table)
+    table.print(wide=wide)

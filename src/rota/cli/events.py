@@ -7,9 +7,9 @@ from datetime import UTC
 from typing import Any
 
 import click
-from rich.table import Table
 
 from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
+from rota.cli.table import Column, Listing
 from rota.events.store import EventRecord, Subscription
 from rota.job import Job
 from rota.standard import App
@@ -43,7 +43,9 @@ def events() -> None:
 @app_options
 @click.option("--name", "event_name", help="Only events with this name.")
 @click.option("--after", "after_id", type=int, help="Only events with a larger id.")
-@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(1, 10_000), default=50, show_default=True, help="Most rows."
+)
 @json_option
 def ls(
     app_path: str | None,
@@ -62,7 +64,13 @@ def ls(
     if as_json:
         print_json([e.to_json() for e in found])
         return
-    table = Table("id", "name", "version", "key", "published (UTC)")
+    table = Listing(
+        Column("id", justify="right"),
+        Column("name", flex=True),
+        "version",
+        Column("key", flex=True),
+        "published (UTC)",
+    )
     for event in found:
         table.add_row(
             str(event.id),
@@ -71,7 +79,7 @@ def ls(
             event.key or "-",
             event.published_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S"),
         )
-    console.print(table)
+    table.print()
 
 
 @events.command()
@@ -85,13 +93,19 @@ def subscriptions(app_path: str | None, database_url: str | None, as_json: bool)
     if as_json:
         print_json([_subscription_json(s) for s in found])
         return
-    table = Table("event", "task", "queue", "max attempts", "since (UTC)")
+    table = Listing(
+        Column("event", flex=True),
+        Column("task", flex=True),
+        "queue",
+        Column("max attempts", drop=1),
+        Column("since (UTC)", drop=2),
+    )
     for sub in found:
         since = (
             "-" if sub.created_at is None else f"{sub.created_at.astimezone(UTC):%Y-%m-%d %H:%M:%S}"
         )
         table.add_row(sub.event, sub.task, sub.queue, str(sub.max_attempts), since)
-    console.print(table)
+    table.print()
 
 
 @events.command()

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 import click
-from rich.table import Table
 
-from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
+from rota.cli.common import app_options, json_option, load_app, print_json, run_guarded
+from rota.cli.table import Column, Listing
 from rota.drivers.base import QueueHold
 from rota.ops.hold_model import BreakerRecord
 from rota.ops.windows import WindowSchedule
@@ -154,7 +154,14 @@ def breaker(
     if name is not None and not records:
         click.echo(f"queue {name}: no circuit breaker")
         return
-    table = Table("queue", "state", "since (UTC)", "trips", "failed/attempts", "rule")
+    table = Listing(
+        "queue",
+        "state",
+        Column("since (UTC)", drop=2),
+        Column("trips", drop=1),
+        "failed/attempts",
+        Column("rule", flex=True),
+    )
     for r in records:
         rule = (
             f">= {r.threshold:.0%} of >= {r.min_attempts} in {r.window:g}s, "
@@ -168,7 +175,7 @@ def breaker(
             f"{r.failures}/{r.attempts}",
             rule,
         )
-    console.print(table)
+    table.print()
 
 
 @click.command()
@@ -187,10 +194,16 @@ def holds(app_path: str | None, database_url: str | None, name: str | None, as_j
     if as_json:
         print_json([h.to_json() for h in found])
         return
-    table = Table("queue", "source", "since (UTC)", "until (UTC)", "reason")
+    table = Listing(
+        "queue",
+        "source",
+        Column("since (UTC)", drop=1),
+        Column("until (UTC)", drop=2),
+        Column("reason", flex=True),
+    )
     for h in found:
         table.add_row(h.queue, h.source, _time(h.since), _time(h.until), h.reason)
-    console.print(table)
+    table.print()
 
 
 def held_by(app: App) -> tuple[dict[str, list[str]], dict[str, str]]:

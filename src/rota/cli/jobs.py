@@ -5,10 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import click
-from rich.markup import escape
-from rich.table import Table
 
-from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
+from rota.cli.common import app_options, json_option, load_app, print_json, run_guarded
+from rota.cli.table import Column, Listing, json_text, say, wide_option
 from rota.job import MASKED_ARGS, Job, JobState
 
 STATES = [s.value for s in JobState]
@@ -27,11 +26,20 @@ def jobs() -> None:
 
 @jobs.command("ls")
 @app_options
-@click.option("--state", "states", multiple=True, type=click.Choice(STATES))
-@click.option("--queue")
-@click.option("--task")
-@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option(
+    "--state",
+    "states",
+    multiple=True,
+    type=click.Choice(STATES),
+    help="Only this state; repeatable.",
+)
+@click.option("--queue", help="Only jobs of this queue.")
+@click.option("--task", help="Only jobs of this task (its registered name).")
+@click.option(
+    "--limit", type=click.IntRange(1, 10_000), default=50, show_default=True, help="Most rows."
+)
 @click.option("--before-id", type=int, help="Page: only jobs with a smaller id.")
+@wide_option
 @json_option
 def ls(
     app_path: str | None,
@@ -41,9 +49,10 @@ def ls(
     task: str | None,
     limit: int,
     before_id: int | None,
+    wide: bool,
     as_json: bool,
 ) -> None:
-    """List jobs, newest first."""
+    """List jobs, newest first. Piped, the rows are tab-separated values."""
     app = load_app(app_path, database_url)
     try:
         found: list[Job] = run_guarded(
@@ -56,20 +65,28 @@ def ls(
     if as_json:
         print_json([job.to_json() for job in found])
         return
-    table = Table("id", "task", "queue", "state", "attempt", "run at (UTC)", "last error")
+    table = Listing(
+        Column("id", justify="right"),
+        Column("task", flex=True),
+        "queue",
+        "state",
+        "attempt",
+        Column("run at (UTC)", drop=1),
+        Column("last error", flex=True, least=24),
+    )
     for job in found:
         last = job.history[-1] if job.history else None
         error = f"{last.error_type}: {last.message}" if last and last.error_type else ""
         table.add_row(
-            str(job.id),
-            escape(job.task),
-            escape(job.queue),
+            job.id,
+            job.task,
+            job.queue,
             job.state.value,
             f"{job.attempt}/{job.max_attempts}",
             _when(job.run_at),
-            escape(error[:60]),
+            error,
         )
-    console.print(table)
+    table.print(wide=wide)
 
 
 @jobs.command()
@@ -88,39 +105,35 @@ def show(app_path: str | None, database_url: str | None, job_id: int, as_json: b
     if as_json:
         print_json(job.to_json())
         return
-    console.print(
-        f"[bold]job {job.id}[/bold]  {escape(job.task)}  queue={escape(job.queue)}  "
-        f"state=[bold]{job.state.value}[/bold]  attempt {job.attempt}/{job.max_attempts}",
-        highlight=False,
+    say(
+        (f"job {job.id}", "bold"),
+        f"  {job.task}  queue={job.queue}  state=",
+        (job.state.value, "bold"),
+        f"  attempt {job.attempt}/{job.max_attempts}",
     )
-    # Stored values are printed as text: brackets in them are not rich markup.
-    args = MASKED_ARGS if job.args_encrypted else job.args
-    console.print(f"args: {args}", highlight=False, markup=False)
+    # Stored values are printed as JSON text: brackets in them are not rich markup.
+    say(f"args: {MASKED_ARGS if job.args_encrypted else json_text(job.args)}")
     if job.progress is not None:
-        console.print(
+        say(
             f"progress: {job.progress:.0%} {job.progress_message or ''} "
-            f"(at {_when(job.progress_at)})",
-            highlight=False,
-            markup=False,
+            f"(at {_when(job.progress_at)})"
         )
-    console.print(
+    say(
         f"created {_when(job.created_at)}  run at {_when(job.run_at)}  "
-        f"finished {_when(job.finished_at)}  key={job.key or '-'}",
-        highlight=False,
-        markup=False,
+        f"finished {_when(job.finished_at)}  key={job.key or '-'}"
     )
     if job.result is not None:
-        console.print(f"result: {job.result}", highlight=False, markup=False)
+        say(f"result: {json_text(job.result)}")
     for a in job.history:
-        console.print(
+        say(
             f"  #{a.attempt} {a.outcome.value:<9} {_when(a.started_at)} -> "
             f"{_when(a.finished_at)} worker={a.worker or '-'} "
-            f"{a.error_type or ''} {a.message or ''}",
-            highlight=False,
-            markup=False,
+            f"{a.error_type or ''} {a.message or ''}"
         )
         if a.traceback:
-            console.print(a.traceback.rstrip(), style="dim", highlight=False, markup=False)
+            # Tracebacks keep their lines; only the characters that hide text are escaped.
+            for text in a.traceback.rstrip().split("\n"):
+                say((text, "dim"))
 
 
 @jobs.command()

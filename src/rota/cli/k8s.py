@@ -52,7 +52,9 @@ def _per_group(option: str, values: tuple[T, ...], groups: int, default: T) -> l
 )
 @click.option("--image", default="your-app:latest", show_default=True, help="Container image.")
 @click.option("--name", default="rota", show_default=True, help="Prefix of every object's name.")
-@click.option("--namespace", default="default", show_default=True)
+@click.option(
+    "--namespace", default="default", show_default=True, help="Namespace of every object."
+)
 @click.option(
     "--queue",
     "queue_specs",
@@ -98,9 +100,27 @@ def _per_group(option: str, values: tuple[T, ...], groups: int, default: T) -> l
     show_default=True,
     help="The workers' --grace; terminationGracePeriodSeconds adds a margin.",
 )
-@click.option("--polling-interval", type=click.IntRange(min=1), default=30, show_default=True)
-@click.option("--cooldown", type=click.IntRange(min=0), default=300, show_default=True)
-@click.option("--fallback-failures", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option(
+    "--polling-interval",
+    type=click.IntRange(min=1),
+    default=30,
+    show_default=True,
+    help="Seconds between KEDA's looks at the backlog (pollingInterval).",
+)
+@click.option(
+    "--cooldown",
+    type=click.IntRange(min=0),
+    default=300,
+    show_default=True,
+    help="Seconds after the last activity before scaling to zero (cooldownPeriod).",
+)
+@click.option(
+    "--fallback-failures",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Failed backlog reads before KEDA falls back to a fixed replica count.",
+)
 @click.option(
     "--fallback-replicas",
     type=click.IntRange(min=0),
@@ -108,10 +128,31 @@ def _per_group(option: str, values: tuple[T, ...], groups: int, default: T) -> l
 )
 @click.option("--cpu", default="250m", show_default=True, help="CPU request of a worker.")
 @click.option("--memory", default="256Mi", show_default=True, help="Memory request and limit.")
-@click.option("--health-port", type=click.IntRange(1, 65_535), default=8081, show_default=True)
-@click.option("--database-secret", default="rota-database", show_default=True)
-@click.option("--metrics-secret", default="rota-metrics-database", show_default=True)
-@click.option("--token-secret", default="rota-metrics-token", show_default=True)
+@click.option(
+    "--health-port",
+    type=click.IntRange(1, 65_535),
+    default=8081,
+    show_default=True,
+    help="Port of the workers' /livez and /readyz probes.",
+)
+@click.option(
+    "--database-secret",
+    default="rota-database",
+    show_default=True,
+    help="Secret holding the workers' database URL.",
+)
+@click.option(
+    "--metrics-secret",
+    default="rota-metrics-database",
+    show_default=True,
+    help="Secret holding the read-only rota_metrics database URL.",
+)
+@click.option(
+    "--token-secret",
+    default="rota-metrics-token",
+    show_default=True,
+    help="Secret holding the bearer token of /metrics/keda.",
+)
 @click.option(
     "--database-url-from",
     type=click.Choice([u.value for u in UrlSource]),
@@ -142,7 +183,13 @@ def _per_group(option: str, values: tuple[T, ...], groups: int, default: T) -> l
 )
 @click.option("--dashboard-tls-secret", help="The Ingress's TLS Secret (and Secure cookies).")
 @click.option("--dashboard-ingress-class", help="The Ingress's ingressClassName.")
-@click.option("--dashboard-replicas", type=click.IntRange(1, 20), default=1, show_default=True)
+@click.option(
+    "--dashboard-replicas",
+    type=click.IntRange(1, 20),
+    default=1,
+    show_default=True,
+    help="Replicas of the dashboard Deployment (with --dashboard).",
+)
 @click.option(
     "--dashboard-database-secret",
     help="The dashboard's database URL Secret (default: --database-secret). Its role must "
@@ -254,18 +301,25 @@ def render(
         click.echo(to_yaml(settings), nl=False)
         return
     for path in write_folder(settings, out):
-        err_console.print(f"wrote {path}", highlight=False)
+        err_console.print(f"wrote {path}", highlight=False, markup=False)
 
 
 @k8s.command("metrics-api")
 @app_options
-@click.option("--port", type=click.IntRange(0, 65_535), default=8080, show_default=True)
-@click.option("--host", default="0.0.0.0", show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65_535),
+    default=8080,
+    show_default=True,
+    help="Port to serve on.",
+)
+@click.option("--host", default="0.0.0.0", show_default=True, help="Address to serve on.")
 @click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
     show_default=True,
+    help="How much the server logs.",
 )
 def metrics_api(
     app_path: str | None, database_url: str | None, port: int, host: str, log_level: str
@@ -284,7 +338,7 @@ def metrics_api(
     )
 
     configure(log_level, "json")
-    app = load_app(app_path, database_url)
+    app = load_app(app_path, database_url, creates=True)
     monitor = LoopMonitor()
 
     def live() -> Probe:

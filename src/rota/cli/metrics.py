@@ -36,7 +36,11 @@ from rota.telemetry.server import MetricsServer, metrics_app, metrics_token
     help="Seconds a reading is reused by further scrapes (protects the database).",
 )
 @click.option(
-    "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Log as text or as one JSON object per line.",
 )
 def metrics(
     app_path: str | None,
@@ -51,7 +55,7 @@ def metrics(
     live workers, the leader and schedule lag (docs/observability.md). Set
     $ROTA_METRICS_TOKEN to require it as a bearer token (docs/security.md)."""
     configure("warning" if once else "info", log_format)
-    app = load_app(app_path, database_url)
+    app = load_app(app_path, database_url, creates=True)  # a server: reports the database down
     collector = ClusterCollector(app.driver, cache_seconds=0.0 if once else cache)
     registry = registry_of(collector)
     try:

@@ -32,7 +32,7 @@ def migrate(
     as_json: bool,
 ) -> None:
     """Apply pending migrations (idempotent, safe to run concurrently)."""
-    app = load_app(app_path, database_url)
+    app = load_app(app_path, database_url, creates=True)
     if wait and not check:
         raise click.UsageError("--wait goes with --check (an init container waits for the schema)")
     try:
@@ -63,7 +63,7 @@ def migrate(
                 status = {"version": None, "expected": None, "current": False, "error": str(exc)}
             if status["current"] or not wait or time.monotonic() >= deadline:
                 break
-            err_console.print(f"waiting for the schema: {status}", highlight=False)
+            err_console.print(f"waiting for the schema: {status}", highlight=False, markup=False)
             time.sleep(2.0)
     except RotaError as exc:
         fail(str(exc))

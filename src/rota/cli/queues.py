@@ -6,11 +6,10 @@ import re
 from typing import Any
 
 import click
-from rich.markup import escape
-from rich.table import Table
 
-from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
+from rota.cli.common import app_options, json_option, load_app, print_json, run_guarded
 from rota.cli.holds import held_by
+from rota.cli.table import Column, Listing
 from rota.drivers.base import QueueHold, QueueReport
 from rota.job import JobState
 from rota.ops.model import PoisonedKey, QueueControl
@@ -50,7 +49,16 @@ def ls(app_path: str | None, database_url: str | None, as_json: bool) -> None:
         )
         return
     states = [s.value for s in JobState]
-    table = Table("queue", "paused", "limits", *states, "oldest waiting")
+    # On a narrow screen the counts an operator looks at first stay: waiting, running,
+    # failing; empty pause and limit columns go first, the finished counts next.
+    drop = {"scheduled": 3, "retryable": 2, "completed": 6, "discarded": 1, "cancelled": 7}
+    table = Listing(
+        "queue",
+        Column("paused", drop=9),
+        Column("limits", flex=True, drop=8),
+        *(Column(s, drop=drop.get(s, 0), justify="right") for s in states),
+        Column("oldest waiting", justify="right"),
+    )
     for r in reports:
         age = "-" if r.oldest_available_age is None else f"{r.oldest_available_age:.1f}s"
         table.add_row(
@@ -60,7 +68,7 @@ def ls(app_path: str | None, database_url: str | None, as_json: bool) -> None:
             *(str(r.counts.get(s, 0)) for s in states),
             age,
         )
-    console.print(table)
+    table.print()
 
 
 def _limits(control: QueueControl | None, breaker: str | None = None) -> str:
@@ -136,7 +144,9 @@ def set_limits(
 @queues.command()
 @app_options
 @click.option("--queue", help="Only this queue.")
-@click.option("--limit", type=click.IntRange(1, 10_000), default=100, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(1, 10_000), default=100, show_default=True, help="Most rows."
+)
 @json_option
 def partitions(
     app_path: str | None, database_url: str | None, queue: str | None, limit: int, as_json: bool
@@ -152,13 +162,20 @@ def partitions(
     if as_json:
         print_json([k.to_json() for k in keys])
         return
-    table = Table("queue", "partition key", "dead job", "dead", "waiting", "since (UTC)")
+    table = Listing(
+        "queue",
+        Column("partition key", flex=True),
+        Column("dead job", justify="right"),
+        "dead",
+        "waiting",
+        Column("since (UTC)", drop=1),
+    )
     for k in keys:
         since = "-" if k.since is None else k.since.strftime("%Y-%m-%d %H:%M:%S")
         table.add_row(
-            k.queue, escape(k.partition_key), str(k.dead_job_id), str(k.dead), str(k.waiting), since
+            k.queue, k.partition_key, str(k.dead_job_id), str(k.dead), str(k.waiting), since
         )
-    console.print(table)
+    table.print()
 
 
 def _set_paused(

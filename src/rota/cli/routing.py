@@ -4,10 +4,9 @@ capabilities live workers advertise (rota.routing)."""
 from __future__ import annotations
 
 import click
-from rich.markup import escape
-from rich.table import Table
 
 from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
+from rota.cli.table import Listing
 
 
 @click.command("unroutable")
@@ -34,28 +33,28 @@ def unroutable(
         )
     else:
         if groups:
-            table = Table("queue", "requires", "waiting", "oldest job", "waiting since")
+            table = Listing("queue", "requires", "waiting", "oldest job", "waiting since")
             for g in groups:
                 table.add_row(
-                    escape(g.queue),
-                    escape(", ".join(g.requires)),
+                    g.queue,
+                    ", ".join(g.requires),
                     str(g.waiting),
                     str(g.oldest_job_id),
                     g.oldest_created_at.isoformat(timespec="seconds"),
                 )
-            console.print(table)
+            table.print()
         else:
             console.print("no unroutable jobs")
-        caps = Table("worker", "queues", "capabilities", "seen")
+        caps = Listing("worker", "queues", "capabilities", "seen")
         for w in workers:
             caps.add_row(
-                escape(w.worker_id),
-                escape(", ".join(w.queues)),
-                escape(", ".join(w.capabilities)),
+                w.worker_id,
+                ", ".join(w.queues),
+                ", ".join(w.capabilities),
                 w.seen_at.isoformat(timespec="seconds"),
             )
         if workers:
-            console.print(caps)
+            caps.print()
         else:
             console.print("no live worker advertises capabilities")
     if groups:

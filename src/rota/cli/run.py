@@ -106,7 +106,9 @@ def run(
         except RotaError as exc:
             fail(str(exc))
         verb = "enqueued" if job.created else "resuming"
-        err_console.print(f"{verb} job {job.id} ({job.task}, queue {job.queue})", highlight=False)
+        err_console.print(
+            f"{verb} job {job.id} ({job.task}, queue {job.queue})", highlight=False, markup=False
+        )
         runner = OneShot(app, lease=lease, grace=grace, on_attempt=_report)
 
         async def main() -> Job:

@@ -7,10 +7,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
-from rich.markup import escape
-from rich.table import Table
 
-from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
+from rota.cli.common import app_options, json_option, load_app, print_json, run_guarded
+from rota.cli.table import Column, Listing, json_text, say, wide_option
 from rota.sagas.store import SagaRecord, SagaStatus
 from rota.sagas.view import saga_json
 from rota.standard import App
@@ -36,25 +35,30 @@ def _with_app(app_path: str | None, database_url: str | None, action: Any) -> An
         app.close()
 
 
-def _status(saga: SagaRecord) -> str:
-    return f"[{_COLOURS[saga.status]}]{saga.status}[/]"
-
-
-def _print_saga(saga: SagaRecord) -> None:
-    console.print(
-        f"[bold]{escape(saga.key)}[/bold]  saga={escape(saga.name)}  {_status(saga)}  "
-        f"step={escape(saga.step or '-')}  job={saga.job_id or '-'}",
-        highlight=False,
+def _print_saga(saga: SagaRecord, wide: bool) -> None:
+    say(
+        (saga.key, "bold"),
+        f"  saga={saga.name}  ",
+        (str(saga.status), _COLOURS[saga.status]),
+        f"  step={saga.step or '-'}  job={saga.job_id or '-'}",
     )
-    steps = " → ".join(
-        f"[bold]{escape(s['name'])}[/bold]" if s["name"] == saga.step else escape(s["name"])
-        for s in saga.plan
-    )
-    console.print(f"steps: {steps}", highlight=False)
+    steps: list[str | tuple[str, str]] = ["steps: "]
+    for n, step in enumerate(saga.plan):
+        name = str(step["name"])
+        steps += [" → "] if n else []
+        steps.append((name, "bold") if name == saga.step else name)
+    say(*steps)
     if saga.error:
-        console.print(f"[red]error:[/red] {escape(saga.error)}", highlight=False)
-    console.print(f"data: {saga.data}", highlight=False, markup=False)
-    table = Table("at (UTC)", "event", "step", "status", "job", "detail")
+        say(("error:", "red"), f" {saga.error}")
+    say(f"data: {json_text(saga.data)}")
+    table = Listing(
+        "at (UTC)",
+        "event",
+        Column("step", flex=True),
+        "status",
+        Column("job", justify="right"),
+        Column("detail", flex=True, least=24),
+    )
     for entry in saga.history:
         detail = entry.get("error") or (f"next: {entry['next']}" if entry.get("next") else "")
         table.add_row(
@@ -65,7 +69,7 @@ def _print_saga(saga: SagaRecord) -> None:
             str(entry.get("job_id") or ""),
             str(detail),
         )
-    console.print(table)
+    table.print(wide=wide)
 
 
 @click.group()
@@ -79,7 +83,10 @@ def sagas() -> None:
     "--status", type=click.Choice([s.value for s in SagaStatus]), help="Only sagas in this status."
 )
 @click.option("--name", "saga_name", help="Only sagas of this definition.")
-@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(1, 10_000), default=50, show_default=True, help="Most rows."
+)
+@wide_option
 @json_option
 def ls(
     app_path: str | None,
@@ -87,6 +94,7 @@ def ls(
     status: str | None,
     saga_name: str | None,
     limit: int,
+    wide: bool,
     as_json: bool,
 ) -> None:
     """Sagas, newest first."""
@@ -98,30 +106,40 @@ def ls(
     if as_json:
         print_json([saga_json(s) for s in found])
         return
-    table = Table("key", "saga", "status", "step", "updated (UTC)", "error")
+    table = Listing(
+        "key",  # the name to act on: never cut
+        Column("saga", flex=True, drop=2),
+        "status",
+        Column("step", flex=True, drop=3),
+        Column("updated (UTC)", drop=1),
+        Column("error", flex=True, least=24),
+    )
     for saga in found:
         table.add_row(
             saga.key,
             saga.name,
-            _status(saga),
+            saga.status,
             saga.step or "-",
             _time(saga.updated_at),
-            (saga.error or "")[:60],
+            saga.error or "",
         )
-    console.print(table)
+    table.print(wide=wide)
 
 
 @sagas.command()
 @app_options
 @click.argument("key")
+@wide_option
 @json_option
-def show(app_path: str | None, database_url: str | None, key: str, as_json: bool) -> None:
+def show(
+    app_path: str | None, database_url: str | None, key: str, wide: bool, as_json: bool
+) -> None:
     """One saga: its status, step, data and history."""
     saga: SagaRecord = _with_app(app_path, database_url, lambda app: app.sagas.get(key))
     if as_json:
         print_json(saga_json(saga))
     else:
-        _print_saga(saga)
+        _print_saga(saga, wide)
 
 
 @sagas.command()
@@ -138,17 +156,18 @@ def retry(app_path: str | None, database_url: str | None, key: str, as_json: boo
     if as_json:
         print_json(saga_json(saga))
     else:
-        console.print(
-            f"saga {saga.key}: {saga.status}, step {saga.step} queued (job {saga.job_id})",
-            highlight=False,
-            markup=False,
-        )
+        say(f"saga {saga.key}: {saga.status}, step {saga.step} queued (job {saga.job_id})")
 
 
 @sagas.command()
 @app_options
 @click.argument("key")
-@click.option("--reason", default="aborted by request", show_default=True)
+@click.option(
+    "--reason",
+    default="aborted by request",
+    show_default=True,
+    help="Why (kept in the saga's history).",
+)
 @click.option(
     "--force",
     is_flag=True,
@@ -170,9 +189,6 @@ def abort(
     if as_json:
         print_json(saga_json(saga))
     else:
-        console.print(
-            f"saga {saga.key}: {saga.status}"
-            + (f", compensating {saga.step}" if saga.step else ""),
-            highlight=False,
-            markup=False,
+        say(
+            f"saga {saga.key}: {saga.status}" + (f", compensating {saga.step}" if saga.step else "")
         )

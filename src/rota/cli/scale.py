@@ -34,7 +34,11 @@ def _text(hint: ScaleHint, settings: ScaleHintSettings, window: float) -> str:
         f"replica(s) ({'active' if hint.active else 'inactive'}, {bounds})"
     )
     if hint.suggested_target is None:
-        lines.append(f"  desired: {hint.desired} replica(s) (from KEDA's rule: no run time yet)")
+        why = "the queue is empty" if hint.value == 0 else "no run time yet"
+        lines.append(
+            f"  desired: {hint.desired} replica(s) (from KEDA's rule: {why}; "
+            "no targetQueryValue to suggest)"
+        )
     else:
         drain = "" if hint.drain_s is None else f"; the present work takes ~{hint.drain_s:.0f}s"
         lines.append(
@@ -57,10 +61,30 @@ def _text(hint: ScaleHint, settings: ScaleHintSettings, window: float) -> str:
     show_default=True,
     help="Jobs one replica runs at once on the queue (the worker's --queues value).",
 )
-@click.option("--min", "min_replicas", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--max", "max_replicas", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option(
+    "--min",
+    "min_replicas",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Fewest replicas (KEDA minReplicaCount; 0 scales to zero).",
+)
+@click.option(
+    "--max",
+    "max_replicas",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Most replicas (KEDA maxReplicaCount).",
+)
 @click.option("--target", type=float, help="KEDA's jobs per replica (default 2 x concurrency).")
-@click.option("--activation", type=float, default=0.0, show_default=True)
+@click.option(
+    "--activation",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Backlog above which a queue scaled to zero gets its first replica.",
+)
 @click.option(
     "--drain-within",
     type=float,

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import click
-from rich.markup import escape
-from rich.table import Table
 
-from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
+from rota.cli.common import app_options, json_option, load_app, print_json, run_guarded
+from rota.cli.table import Listing, say
 
 
 @click.group()
@@ -28,12 +27,12 @@ def ls(app_path: str | None, database_url: str | None, as_json: bool) -> None:
     if as_json:
         print_json({"tenants": [r.to_json() for r in records], "fair_queues": fair})
         return
-    table = Table("tenant", "max running", "running", "waiting")
+    table = Listing("tenant", "max running", "running", "waiting")
     for r in records:
         cap = "-" if r.max_running is None else str(r.max_running)
-        table.add_row(escape(r.name), cap, str(r.running), str(r.waiting))
-    console.print(table)
-    console.print("fair queues: " + (escape(", ".join(fair)) if fair else "none"))
+        table.add_row(r.name, cap, str(r.running), str(r.waiting))
+    table.print()
+    say("fair queues: " + (", ".join(fair) if fair else "none"))
 
 
 @tenants.command("set")

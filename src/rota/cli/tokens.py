@@ -5,20 +5,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import click
-from rich.markup import escape
-from rich.table import Table
 
 from rota.auth import Role
 from rota.auth.tokens import parse_duration
 from rota.cli.common import (
     app_options,
-    console,
     fail,
     json_option,
     load_app,
     print_json,
     run_guarded,
 )
+from rota.cli.table import Listing
 from rota.drivers.base import TokenRecord
 from rota.errors import ArgumentsError
 
@@ -86,20 +84,20 @@ def ls(app_path: str | None, database_url: str | None, show_all: bool, as_json: 
     if as_json:
         print_json([t.to_json() for t in found])
         return
-    table = Table(
+    table = Listing(
         "name", "role", "created (UTC)", "expires (UTC)", "last used (UTC)", "revoked (UTC)"
     )
     for t in found:
         expires = "never" if t.expires_at is None else _time(t.expires_at)
         table.add_row(
-            escape(t.name),
+            t.name,
             t.role,
             _time(t.created_at),
             f"{expires} (expired)" if t.expired else expires,
             "never" if t.last_used_at is None else _time(t.last_used_at),
             "-" if t.revoked_at is None else _time(t.revoked_at),
         )
-    console.print(table)
+    table.print()
 
 
 def _time(value: datetime) -> str:

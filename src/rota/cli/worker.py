@@ -111,7 +111,42 @@ from rota.worker.supervisor import EXIT_SCHEMA, REQUESTS, supervise
     show_default=True,
     help="Seconds a dead leader keeps its role before another worker takes over.",
 )
+@click.option(
+    "--lease-margin",
+    type=click.FloatRange(min=0.01),
+    help="Seconds before a lease can run out that the worker stops its job when renewals "
+    "fail (default: lease / 10).",
+)
+@click.option(
+    "--db-call-timeout",
+    type=click.FloatRange(min=0.01),
+    help="Seconds a database call may wait for an answer before its connection is cut "
+    "(default: lease / 3).",
+)
+@click.option(
+    "--db-statement-timeout",
+    type=click.FloatRange(min=0),
+    help="PostgreSQL statement_timeout of rota's statements; 0: none "
+    "(default: lease / 3, at least 5).",
+)
+@click.option(
+    "--db-connect-timeout",
+    type=click.FloatRange(min=0.01),
+    help="Seconds to open a connection (default: lease / 3, at least 2).",
+)
+@click.option(
+    "--db-detect-timeout",
+    type=click.FloatRange(min=0.01),
+    help="Seconds of silence after which a peer is dead: TCP keepalives and "
+    "tcp_user_timeout (default: lease / 3).",
+)
 @click.option("--no-maintenance", is_flag=True, help="Never lead the maintenance services.")
+@click.option(
+    "--no-presence",
+    is_flag=True,
+    help="Do not register presence (behind a transaction-mode pooler, whose server sessions "
+    "outlive this process): a killed worker's jobs then wait for their leases.",
+)
 @click.option(
     "--health-port",
     type=click.IntRange(0, 65_535),
@@ -140,9 +175,22 @@ from rota.worker.supervisor import EXIT_SCHEMA, REQUESTS, supervise
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
     show_default=True,
+    help="info: one line per finished job; warning: only retries, dead letters and trouble.",
 )
 @click.option(
-    "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text for people; json: one object per line with job_id, task, outcome, duration.",
+)
+@click.option(
+    "--quiet-queue",
+    "quiet_queues",
+    multiple=True,
+    metavar="QUEUE",
+    help="No INFO line per finished job of QUEUE (a hot queue); '*': every queue. Retries "
+    "and dead letters are still logged at WARNING. Repeatable.",
 )
 # Set by the --processes supervisor for its children (WorkerSettings.exit_when_hung).
 @click.option("--exit-when-hung", is_flag=True, hidden=True)
@@ -163,6 +211,7 @@ def worker(
     workflow_interval: float,
     leader_ttl: float,
     no_maintenance: bool,
+    no_presence: bool,
     health_port: int | None,
     health_host: str,
     metrics_port: int | None,
@@ -172,6 +221,12 @@ def worker(
     retention: tuple[str, ...] = (),
     capabilities: tuple[str, ...] = (),
     exit_when_hung: bool = False,
+    lease_margin: float | None = None,
+    db_call_timeout: float | None = None,
+    db_statement_timeout: float | None = None,
+    db_connect_timeout: float | None = None,
+    db_detect_timeout: float | None = None,
+    quiet_queues: tuple[str, ...] = (),
 ) -> None:
     """Run jobs from the given queues until SIGTERM (drain) or a second SIGTERM (stop now)."""
     # A SIGTERM during start-up (Kubernetes may send one at any time) must still end in
@@ -194,6 +249,7 @@ def worker(
             heartbeat=heartbeat,
             poll_interval=poll_interval,
             maintenance=not no_maintenance,
+            presence=not no_presence,
             rescue_interval=rescue_interval,
             stage_interval=stage_interval,
             cron_interval=cron_interval,
@@ -206,6 +262,12 @@ def worker(
             metrics_host=metrics_host,
             capabilities=frozenset(capabilities),
             exit_when_hung=exit_when_hung,
+            lease_margin=lease_margin,
+            db_call_timeout=db_call_timeout,
+            db_statement_timeout=db_statement_timeout,
+            db_connect_timeout=db_connect_timeout,
+            db_detect_timeout=db_detect_timeout,
+            quiet_queues=frozenset(quiet_queues),
         )
         settings_kwargs.update(parse_retention(retention))
         WorkerSettings(**settings_kwargs)  # type: ignore[arg-type]  # validate before forking
@@ -265,14 +327,27 @@ def worker(
             os.environ["ROTA_DATABASE_URL_FILE"] = url_file
         if heartbeat is not None:
             argv += ["--heartbeat", str(heartbeat)]
+        for flag, value in (
+            ("--lease-margin", lease_margin),
+            ("--db-call-timeout", db_call_timeout),
+            ("--db-statement-timeout", db_statement_timeout),
+            ("--db-connect-timeout", db_connect_timeout),
+            ("--db-detect-timeout", db_detect_timeout),
+        ):
+            if value is not None:
+                argv += [flag, str(value)]
         if no_maintenance:
             argv.append("--no-maintenance")
+        if no_presence:
+            argv.append("--no-presence")
         for kept in retention:
             argv += ["--retention", kept]
         for label in capabilities:
             argv += ["--capability", label]
+        for quiet in quiet_queues:
+            argv += ["--quiet-queue", quiet]
         sys.exit(supervise(argv, processes))
-    app = load_app(app_path, database_url)
+    app = load_app(app_path, database_url, creates=True)
     if worker_id:
         settings_kwargs["worker_id"] = worker_id
     settings = WorkerSettings(**settings_kwargs)  # type: ignore[arg-type]

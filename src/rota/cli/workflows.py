@@ -7,10 +7,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
-from rich.markup import escape
-from rich.table import Table
 
-from rota.cli.common import app_options, console, json_option, load_app, print_json, run_guarded
+from rota.cli.common import app_options, json_option, load_app, print_json, run_guarded
+from rota.cli.table import Column, Listing, json_text, say, wide_option
 from rota.standard import App
 from rota.workflows.spec import StepState, WorkflowState
 from rota.workflows.status import StepStatus, WorkflowRun
@@ -40,9 +39,8 @@ def _when(value: datetime | None) -> str:
     return "-" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _state(value: str) -> str:
-    colour = _COLOURS.get(value)
-    return f"[{colour}]{value}[/{colour}]" if colour else value
+def _state(value: str) -> tuple[str, str]:
+    return (value, _COLOURS.get(value, ""))
 
 
 def _progress(step: StepStatus) -> str:
@@ -52,44 +50,58 @@ def _progress(step: StepStatus) -> str:
     return f"{done}/{step.total}"
 
 
-def _print_run(run: WorkflowRun, jobs: bool) -> None:
-    console.print(
-        f"[bold]workflow {run.id}[/bold] {escape(run.name)}  key={escape(str(run.key))}  "
-        f"{_state(str(run.state))}  on_failure={run.on_failure}",
-        highlight=False,
+def _print_run(run: WorkflowRun, jobs: bool, wide: bool = False) -> None:
+    say(
+        (f"workflow {run.id}", "bold"),
+        f" {run.name}  key={run.key}  ",
+        _state(str(run.state)),
+        f"  on_failure={run.on_failure}",
     )
-    console.print(
+    say(
         f"created {_when(run.created_at)} UTC  finished {_when(run.finished_at)}  "
-        f"args: {escape(str(run.args))}",
-        highlight=False,
+        f"args: {json_text(run.args)}"
     )
     if run.error:
-        console.print(f"[red]error:[/red] {escape(run.error)}", highlight=False)
-    table = Table("step", "state", "jobs done", "after", "finished (UTC)", "error")
+        say(("error:", "red"), f" {run.error}")
+    table = Listing(
+        Column("step", flex=True),
+        "state",
+        "jobs done",
+        Column("after", flex=True, drop=2),
+        Column("finished (UTC)", drop=1),
+        Column("error", flex=True, least=24),
+    )
     for step in run.steps:
         table.add_row(
-            escape(step.name),
-            _state(str(step.state)),
+            step.name,
+            step.state,
             _progress(step),
-            escape(", ".join(step.after)) or "-",
+            ", ".join(step.after) or "-",
             _when(step.finished_at),
-            escape(step.error or ""),
+            step.error or "",
         )
-    console.print(table)
+    table.print(wide=wide)
     if not jobs:
         return
-    table = Table("step", "index", "job", "state", "attempt", "error")
+    table = Listing(
+        Column("step", flex=True),
+        "index",
+        Column("job", justify="right"),
+        "state",
+        "attempt",
+        Column("error", flex=True, least=24),
+    )
     for step in run.steps:
         for job in step.jobs:
             table.add_row(
-                escape(step.name),
-                str(job.index),
-                "-" if job.job_id is None else str(job.job_id),
-                _state(job.state),
-                str(job.attempt),
-                escape(job.error or ""),
+                step.name,
+                job.index,
+                "-" if job.job_id is None else job.job_id,
+                job.state,
+                job.attempt,
+                job.error or "",
             )
-    console.print(table)
+    table.print(wide=wide)
 
 
 @click.group()
@@ -103,7 +115,9 @@ def workflows() -> None:
     "--state", type=click.Choice([s.value for s in WorkflowState]), help="Only runs in this state."
 )
 @click.option("--name", help="Only runs of this workflow.")
-@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(1, 10_000), default=50, show_default=True, help="Most rows."
+)
 @json_option
 def ls(
     app_path: str | None,
@@ -122,19 +136,27 @@ def ls(
     if as_json:
         print_json([r.to_json(jobs=False) for r in runs])
         return
-    table = Table("id", "workflow", "key", "state", "steps", "created (UTC)", "finished (UTC)")
+    table = Listing(
+        Column("id", justify="right"),
+        Column("workflow", flex=True),
+        Column("key", flex=True),
+        "state",
+        "steps",
+        Column("created (UTC)", drop=2),
+        Column("finished (UTC)", drop=1),
+    )
     for run in runs:
         done = sum(1 for s in run.steps if s.state is StepState.COMPLETED)
         table.add_row(
-            str(run.id),
-            escape(run.name),
-            escape(run.key or "-"),
-            _state(str(run.state)),
+            run.id,
+            run.name,
+            run.key or "-",
+            run.state,
             f"{done}/{len(run.steps)}",
             _when(run.created_at),
             _when(run.finished_at),
         )
-    console.print(table)
+    table.print()
 
 
 @workflows.command()
@@ -142,6 +164,7 @@ def ls(
 @click.argument("ref")
 @click.option("--key", "as_key", is_flag=True, help="REF is a key even if it is all digits.")
 @click.option("--jobs/--no-jobs", default=True, show_default=True, help="List each step's jobs.")
+@wide_option
 @json_option
 def show(
     app_path: str | None,
@@ -149,6 +172,7 @@ def show(
     ref: str,
     as_key: bool,
     jobs: bool,
+    wide: bool,
     as_json: bool,
 ) -> None:
     """One run step by step: states, job ids, results and errors."""
@@ -158,7 +182,7 @@ def show(
     if as_json:
         print_json(run.to_json(jobs=jobs))
         return
-    _print_run(run, jobs)
+    _print_run(run, jobs, wide)
 
 
 @workflows.command()
@@ -178,7 +202,7 @@ def cancel(
     if as_json:
         print_json(run.to_json(jobs=False))
         return
-    console.print(f"workflow {run.id} cancelled", highlight=False)
+    say(f"workflow {run.id} cancelled")
 
 
 @workflows.command("retry-step")
@@ -205,8 +229,7 @@ def retry_step(
         print_json(run.to_json(jobs=False))
         return
     retried = run.step(step)
-    console.print(
-        f"workflow {run.id}: step {escape(step)} is {retried.state} again "
-        f"({_progress(retried)} jobs done); the workflow is {run.state}",
-        highlight=False,
+    say(
+        f"workflow {run.id}: step {step} is {retried.state} again "
+        f"({_progress(retried)} jobs done); the workflow is {run.state}"
     )

@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from rota.drivers.catalog import CatalogStore
 from rota.drivers.database import Database
+from rota.drivers.deadlines import Deadlines
 from rota.job import Job, JobState
+
+if TYPE_CHECKING:  # presence reads RescueReport from here
+    from rota.drivers.presence import PresenceStore
 
 # Called by a notifier when jobs may be waiting: with a queue name, or None for "any queue".
 WakeFunc = Callable[[str | None], None]
@@ -44,6 +49,11 @@ class JobInsert:
     # Labels a worker must advertise to claim the job (sorted; None: any worker).
     requires: tuple[str, ...] | None = None
     tenant: str | None = None  # who the job is for (fair queues, per-tenant caps)
+    # `args_json` as JSON values, when the caller has them (Task.build): the job returned
+    # by an enqueue carries them instead of parsing the text again.
+    args: dict[str, Any] | None = dataclasses.field(
+        default=None, compare=False, hash=False, repr=False
+    )
 
     @classmethod
     def restore(cls, fields: dict[str, Any]) -> JobInsert:
@@ -258,6 +268,21 @@ class Notifier(Protocol):
     async def run(self, wake: WakeFunc, control: Callable[[str], None]) -> None: ...
 
 
+class DoneWatcher(Protocol):
+    """Tells `app.wait` that awaited jobs may have finished (LISTEN on PostgreSQL, the
+    change watcher on SQLite). Blocking: the target of one thread."""
+
+    def watch(
+        self,
+        stop: threading.Event,
+        changed: Callable[[int | None], None],
+        ready: Callable[[], None],
+    ) -> None:
+        """Call `ready()` once listening, then `changed(job_id)` (None: any job may have
+        finished) until `stop` is set."""
+        ...
+
+
 class Driver(Protocol):
     """Storage for one dialect. Methods are sorted noun_verb; all are blocking and
     thread-safe, and the worker calls them from a small thread pool."""
@@ -270,6 +295,11 @@ class Driver(Protocol):
         """The dialect seam every feature store is written over (rota.drivers.database)."""
         ...
 
+    async def aclose(self) -> None:
+        """close() from async code: what the driver opened on an event loop (the async
+        pool of enqueue_async) is closed on it."""
+        ...
+
     # Feature stores: each a small class in drivers/<dialect>/<feature>.py that borrows
     # the driver's connections, so one feature's SQL plumbing stays out of driver.py.
 
@@ -279,7 +309,17 @@ class Driver(Protocol):
     @property
     def copy(self) -> CopyStore: ...
 
+    @property
+    def presence(self) -> PresenceStore:
+        """Who is alive: a dead worker's jobs are rescued at once (rota.drivers.presence)."""
+        ...
+
     def close(self) -> None: ...
+
+    def deadlines_set(self, deadlines: Deadlines) -> None:
+        """Use these deadlines for connections and calls from now on (rota.drivers.deadlines;
+        a dialect without network connections ignores them)."""
+        ...
 
     def inbox_prune(self, age: float, limit: int) -> int: ...
 
@@ -304,7 +344,15 @@ class Driver(Protocol):
 
     def job_get(self, job_id: int) -> Job | None: ...
 
+    def job_get_many(self, ids: Sequence[int]) -> list[Job]: ...
+
+    def job_await_mark(self, job_id: int) -> Job | None: ...
+
     def job_insert_many(self, rows: Sequence[JobInsert], conn: object = None) -> list[Job]: ...
+
+    async def job_insert_many_async(
+        self, rows: Sequence[JobInsert], conn: object = None
+    ) -> list[Job]: ...
 
     def job_lease_renew(
         self, leases: Sequence[tuple[int, str]], lease_seconds: float
@@ -329,6 +377,8 @@ class Driver(Protocol):
     def leader_resign(self, name: str, leader: str) -> None: ...
 
     def notifier(self) -> Notifier: ...
+
+    def done_watcher(self) -> DoneWatcher: ...
 
     def queue_backlog(self, queue: str) -> BacklogReport: ...
 

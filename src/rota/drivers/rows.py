@@ -61,7 +61,7 @@ def inserted_job(row: Row, insert: JobInsert, codec: Codec) -> Job:
             "id": row["id"],
             "task": insert.task,
             "queue": insert.queue,
-            "args": json.loads(insert.args_json),
+            "args": json.loads(insert.args_json) if insert.args is None else insert.args,
             "state": _STATES[row["state"]],
             "priority": insert.priority,
             "attempt": 0,

@@ -4,11 +4,13 @@ still does its own way (its notifier, how it runs a migration file) its subclass
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
+from rota.drivers.adapters import plain_connection_async, run_on_aiosqlite
 from rota.drivers.base import (
     BacklogReport,
     Claim,
@@ -68,6 +70,10 @@ class SQLDriver:
     def close(self) -> None:
         self._database.close()
 
+    async def aclose(self) -> None:
+        """close(), from async code: what a dialect opened on the loop is closed on it."""
+        self.close()
+
     # --- schema and clock -----------------------------------------------------------------
 
     def schema_version(self) -> int:
@@ -107,27 +113,52 @@ class SQLDriver:
                 self._resolve_conflicts(session, rows, result)
         return [job for job in result if job is not None]
 
+    async def job_insert_many_async(
+        self, rows: Sequence[JobInsert], conn: object = None
+    ) -> list[Job]:
+        """job_insert_many without blocking the event loop. Here (SQLite): the blocking
+        insert in a worker thread, or, in the caller's connection, at once on the caller's
+        thread (a sqlite3 connection belongs to it; a local write takes microseconds)."""
+        if conn is None:
+            return await asyncio.to_thread(self.job_insert_many, rows)
+        conn = await plain_connection_async(conn)
+        on_thread = await run_on_aiosqlite(conn, lambda own: self.job_insert_many(rows, own))
+        return on_thread if on_thread is not None else self.job_insert_many(rows, conn)
+
     def _resolve_conflicts(
         self, session: Session[Any], rows: Sequence[JobInsert], result: list[Job | None]
     ) -> None:
+        """Run the conflict plan (`_conflict_plan`) on `session`."""
+        plan = self._conflict_plan(rows, result)
+        with contextlib.suppress(StopIteration):
+            step = next(plan)
+            while True:
+                step = plan.send(session.all(*step))
+
+    def _conflict_plan(
+        self, rows: Sequence[JobInsert], result: list[Job | None]
+    ) -> Generator[tuple[str, dict[str, Any]], list[Row], None]:
         """Inputs whose key was held: release the holders that are stale and insert those
         again (twice is enough: a third conflict means another transaction took the key
-        just now, and its job is the answer), then hand back the holders of the rest."""
+        just now, and its job is the answer), then hand back the holders of the rest.
+
+        It yields each statement (name, parameters) and is sent its rows, so the blocking
+        and the async insert (`enqueue_async`) run the same steps in one transaction."""
         pending = [i for i, job in enumerate(result) if job is None]
         for _ in range(2):
             if not pending:
                 break
-            released = session.all("job_release_keys", self._key_params(rows, pending, True))
+            released = yield "job_release_keys", self._key_params(rows, pending, True)
             freed = {(r["task"], r["key"]) for r in released}
             pending = [i for i in pending if (rows[i].task, rows[i].key) in freed]
             if not pending:
                 break
             subset = [rows[i] for i in pending]
-            self._insert_into(session.all(*self._insert(subset)), rows, pending, result)
+            self._insert_into((yield self._insert(subset)), rows, pending, result)
             pending = [i for i in pending if result[i] is None]
         missing = [i for i, job in enumerate(result) if job is None]
         if missing:
-            holders = session.all("job_get_by_keys", self._key_params(rows, missing, False))
+            holders = yield "job_get_by_keys", self._key_params(rows, missing, False)
             self._holders_into(holders, rows, missing, result)
 
     def _insert(self, rows: Sequence[JobInsert]) -> tuple[str, dict[str, Any]]:
@@ -324,6 +355,17 @@ class SQLDriver:
 
     def job_get(self, job_id: int) -> Job | None:
         rows = self._database.query("job_get", {"id": job_id})
+        return job_from_row(rows[0], self._database.codec) if rows else None
+
+    def job_get_many(self, ids: Sequence[int]) -> list[Job]:
+        c = self._database.codec
+        rows = self._database.query("job_get_many", {"ids": c.array(list(ids))})
+        return [job_from_row(row, c) for row in rows]
+
+    def job_await_mark(self, job_id: int) -> Job | None:
+        """Flag a job as awaited and read it (one statement): the flag makes its finish
+        notify a waiter (PostgreSQL; migration 0017)."""
+        rows = self._database.execute("job_await_mark", {"id": job_id})
         return job_from_row(rows[0], self._database.codec) if rows else None
 
     def job_list(self, where: JobFilter) -> list[Job]:

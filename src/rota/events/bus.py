@@ -20,7 +20,7 @@ from rota.events.store import EventFilter, EventRecord, EventStore, Subscription
 from rota.job import Job
 from rota.payload import check_text, encode
 from rota.retry import Backoff
-from rota.task import Task, _takes_context
+from rota.task import Task, takes_context
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -56,7 +56,7 @@ def event_of(ctx: Context, payload: Any) -> EventRecord:
 
 
 def _delivery(event: str, handler: Handler) -> Callable[..., Any]:
-    takes_ctx = _takes_context(handler)
+    takes_ctx = takes_context(handler)
     params = list(inspect.signature(handler).parameters.values())
     if len(params) != (2 if takes_ctx else 1):
         raise TaskDefinitionError(
@@ -150,7 +150,7 @@ class EventBus:
             if not callable(handler):
                 raise TaskDefinitionError(f"@app.on decorates a function, not {handler!r}")
             wrapper = _delivery(event, handler)
-            task = self._app.task(
+            task: Task[Any, Any] = self._app.task(
                 name=name,
                 queue=queue,
                 priority=priority,

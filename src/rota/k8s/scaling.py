@@ -79,7 +79,9 @@ def scale_hint(
     mean = durations.mean_s if durations.samples else None
     suggested: float | None = None
     drain: float | None = None
-    if mean is None or mean <= 0:
+    if mean is None or mean <= 0 or value == 0:
+        # No run time, or nothing to run: no target to size (on an empty queue the formula
+        # would suggest concurrency * drain / mean, thousands of jobs per replica).
         desired = keda_replicas(value, settings)
     else:
         suggested = max(float(concurrency), concurrency * settings.drain_within / mean)

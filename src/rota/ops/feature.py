@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from rota.maintenance.service import PeriodicService
+from rota.ops.bulk import JobControls
 from rota.ops.dlq import DeadLetters
 from rota.ops.expirer import Expirer
 from rota.ops.queues import QueueControls
@@ -22,12 +23,23 @@ class OpsFeature(Feature):
         "gated": "job_claim_gated",
         "limited": "job_claim_limited",
     }
-    commands: ClassVar[tuple[str, ...]] = ("rota.cli.dlq:dlq", "rota.cli.holds:install")
-    routes: ClassVar[tuple[str, ...]] = ("rota.web.routes.dead_letters:register",)
+    commands: ClassVar[tuple[str, ...]] = (
+        "rota.cli.dlq:dlq",
+        "rota.cli.holds:install",
+        "rota.cli.bulk:install",
+    )
+    routes: ClassVar[tuple[str, ...]] = (
+        "rota.web.routes.dead_letters:register",
+        "rota.web.routes.bulk:register",
+    )
 
     @functools.cached_property
     def dlq(self) -> DeadLetters:
         return DeadLetters(self.app)
+
+    @functools.cached_property
+    def jobs(self) -> JobControls:
+        return JobControls(self.app)
 
     @functools.cached_property
     def queues(self) -> QueueControls:

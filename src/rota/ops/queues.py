@@ -7,8 +7,10 @@ import builtins
 import enum
 from typing import TYPE_CHECKING
 
+from rota.auth import Principal
 from rota.errors import ArgumentsError
 from rota.labels import check_queue_name
+from rota.ops.bulk import MAX_BULK, BulkReport, JobControls
 from rota.ops.holds import WindowsAndBreakers
 from rota.ops.model import (
     PoisonedKey,
@@ -35,6 +37,27 @@ class QueueControls(WindowsAndBreakers):
 
     def __init__(self, app: App) -> None:
         self._app = app
+
+    def purge(
+        self,
+        name: str,
+        *,
+        reason: str,
+        dry_run: bool = False,
+        limit: int = MAX_BULK,
+        principal: Principal | None = None,
+        token: str | None = None,
+    ) -> BulkReport:
+        """Cancel every waiting job of queue `name` (running ones finish), audited:
+        `app.queues.purge("mail", reason="bad template", dry_run=True)` first to count."""
+        return JobControls(self._app).purge(
+            name,
+            reason=reason,
+            dry_run=dry_run,
+            limit=limit,
+            principal=principal,
+            token=token,
+        )
 
     def configure(
         self,

@@ -1,6 +1,7 @@
-"""Advertiser: a worker with capabilities records them (and its queues) in rota_workers,
-renewed every heartbeat interval and removed on a clean stop, so `app.routing.unroutable()`
-can tell a job that waits for a busy worker from one that no live worker can run."""
+"""Advertiser: every worker records its queues and capabilities in rota_workers, renewed
+every heartbeat interval and removed on a clean stop, so `app.routing.unroutable()` can
+tell a job that waits for a busy worker from one that no live worker can run, and the
+dashboard can list every live worker."""
 
 from __future__ import annotations
 

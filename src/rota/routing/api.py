@@ -22,8 +22,9 @@ class Routing:
         self._app = app
 
     def workers(self) -> builtins.list[WorkerAdvert]:
-        """Live workers that advertised capabilities (plain workers do not advertise)."""
-        return RoutingStore(self._app.driver).worker_list()
+        """Live workers that advertise capabilities (every worker keeps a heartbeat row;
+        those of plain workers list none and are left out here)."""
+        return [w for w in RoutingStore(self._app.driver).worker_list() if w.capabilities]
 
     def unroutable(
         self, queue: str | None = None, *, limit: int = 100

@@ -25,8 +25,8 @@ class RoutingFeature(Feature):
 
     def services(self, context: ServiceContext) -> Sequence[PeriodicService]:
         settings = context.settings
-        if not settings.capabilities:
-            return ()  # only workers with capabilities advertise: plain ones run no routed job
+        # Every worker keeps a heartbeat row (its queues and capabilities, none for a plain
+        # one): routing reads the capabilities, the dashboard's Workers page every row.
         return [
             Advertiser(
                 context.driver,

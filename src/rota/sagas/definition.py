@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, overload
 from rota.errors import TaskDefinitionError
 from rota.labels import check_queue_name
 from rota.retry import Backoff
-from rota.task import _takes_context, check_max_attempts, check_priority
+from rota.task import check_max_attempts, check_priority, takes_context
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -49,7 +49,7 @@ def _check_func(what: str, func: object, *, transaction: bool = False) -> None:
     if inspect.iscoroutinefunction(func):
         raise TaskDefinitionError(f"{what} {func!r} is async: saga steps are sync functions")
     params = list(inspect.signature(func).parameters.values())
-    expected = (2 if params and _takes_context(func) else 1) + (1 if transaction else 0)
+    expected = (2 if params and takes_context(func) else 1) + (1 if transaction else 0)
     if len(params) != expected:
         shape = "(data, conn) or (ctx, data, conn)" if transaction else "(data) or (ctx, data)"
         raise TaskDefinitionError(

@@ -16,7 +16,7 @@ from rota.payload import encode
 from rota.sagas import engine, machine
 from rota.sagas.machine import Phase
 from rota.sagas.store import SagaRecord, SagaStatus, SagaStore
-from rota.task import _takes_context
+from rota.task import takes_context
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -26,7 +26,7 @@ log = logging.getLogger("rota.sagas")
 
 
 def _call(func: Callable[..., Any], ctx: Context, data: dict[str, Any], *conn: Any) -> Any:
-    return func(ctx, data, *conn) if _takes_context(func) else func(data, *conn)
+    return func(ctx, data, *conn) if takes_context(func) else func(data, *conn)
 
 
 def _current(saga: SagaRecord | None, step: str, status: SagaStatus) -> bool:

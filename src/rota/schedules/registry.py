@@ -116,7 +116,7 @@ class ScheduleRegistry(Mapping[str, Schedule]):
             # no task behind either.
             _schedule_spec(name or default_task_name(fn), expression, policy)
             known = set(app.tasks)
-            task = app.task(
+            task: Task[Any, Any] = app.task(
                 queue=queue or "default",
                 priority=priority or 0,
                 max_attempts=max_attempts or 20,

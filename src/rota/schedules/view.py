@@ -12,6 +12,7 @@ from rota.job import MASKED_ARGS, SEALED_MARK
 from rota.schedules.schedule import spec_of
 from rota.schedules.spec import ScheduleSpec
 from rota.schedules.store import ScheduleRecord, ScheduleRun
+from rota.schedules.words import describe
 
 
 def local_time(value: datetime | None, spec: ScheduleSpec | None) -> str:
@@ -61,6 +62,7 @@ def schedule_json(record: ScheduleRecord, now: datetime, count: int = 1) -> dict
         "queue": record.queue,
         "args": shown_args(record.args_json),
         "schedule": record.expression,
+        "description": describe(record.expression),
         "timezone": record.timezone,
         "dst": record.dst,
         "concurrency": record.concurrency,

@@ -7,11 +7,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
 from rota.errors import ConfigurationError
 from rota.job import SEALED_MARK
@@ -26,6 +24,10 @@ ENVELOPE_VERSION = 1
 
 def generate_key() -> str:
     """A new random key in the form ROTA_ENCRYPTION_KEYS takes."""
+    # cryptography (about 10 MB of memory) loads when a key is first used, not with every
+    # process that imports rota.
+    from cryptography.fernet import Fernet
+
     return Fernet.generate_key().decode()
 
 
@@ -39,6 +41,8 @@ class Keyring:
     """The configured keys: the first seals, every one opens."""
 
     def __init__(self, keys: Sequence[str]) -> None:
+        from cryptography.fernet import Fernet, MultiFernet
+
         cleaned = [k.strip() for k in keys if k.strip()]
         if not cleaned:
             raise ConfigurationError(
@@ -72,6 +76,8 @@ class Keyring:
         token = sealed.get("data")
         if sealed.get(SEALED_MARK) != ENVELOPE_VERSION or not isinstance(token, str):
             raise ConfigurationError("the stored arguments are not a rota sealed object")
+        from cryptography.fernet import InvalidToken
+
         try:
             plain = self._multi.decrypt(token.encode())
         except InvalidToken:
@@ -128,17 +134,26 @@ class RotationReport:
         }
 
 
-def rotate_stored(driver: Driver, ring: Keyring, *, batch: int = 500) -> RotationReport:
+def rotate_stored(
+    driver: Driver,
+    ring: Keyring,
+    *,
+    batch: int = 500,
+    progress: Callable[[str, int, int | None], None] | None = None,
+) -> RotationReport:
     """Re-encrypt every stored sealed argument object (jobs and schedule templates)
     under the current key. Each row is swapped only if unchanged since it was read, so
     it is safe beside running workers; old keys stay needed until this reports 0
-    unreadable and 0 changed."""
+    unreadable and 0 changed. `progress(kind, rows examined, None)` follows each page."""
     counts = {"resealed": 0, "current": 0, "unreadable": 0, "changed": 0}
     store = SealedArgsStore(driver)
     for kind in ("job", "schedule"):
-        after = 0
+        after, seen = 0, 0
         while True:
             rows = store.scan(kind, after, batch)
+            if progress is not None:
+                seen += len(rows)
+                progress(f"{kind}s", seen, None)
             if not rows:
                 break
             for row in rows:

@@ -85,8 +85,9 @@ REPLAY_COLUMNS = (
     "expires_at",
     "meta",
 )
-# The audit trail of dead-letter replays: the replay role records its own.
-REPLAY_AUDIT_TABLES = frozenset({"rota_replays"})
+# The audit trails of dead-letter replays and of bulk cancels and purges: the replay role
+# (the dashboard's) records its own.
+REPLAY_AUDIT_TABLES = frozenset({"rota_replays", "rota_audit"})
 
 # Privileges that are not table privileges: granted on the schema, sequences, functions.
 READ, INSERT, UPDATE, DELETE = "SELECT", "INSERT", "UPDATE", "DELETE"
@@ -121,8 +122,10 @@ def _grants(capability: Capability, table: TableInfo) -> list[Grant]:
     if capability is Capability.ENQUEUE:
         if name == "rota_jobs":
             # RETURNING * reads the row back; a stale idempotency key is released in
-            # place (key_active), and that is the only column it may change.
-            return [Grant(name, READ), Grant(name, INSERT), Grant(name, UPDATE, ("key_active",))]
+            # place (key_active), and a producer waiting for its job (app.wait) flags it
+            # `awaited`: the only columns it may change.
+            writable = ("key_active", "awaited") if "awaited" in table.columns else ("key_active",)
+            return [Grant(name, READ), Grant(name, INSERT), Grant(name, UPDATE, writable)]
         if name == "rota_queues":
             # A job with a per-job gate (partition key, deadline, labels) marks its queue
             # gated, in the enqueue's own transaction.

@@ -1,10 +1,13 @@
 """What a worker records around each attempt: the log context, the consumer span, the
-queue wait and run time, and how the attempt ended. Plain Python on the hot path; no
-database work and no allocation beyond one small object per attempt."""
+queue wait and run time, how the attempt ended, and its one log line. Plain Python on the
+hot path; no database work and no allocation beyond one small object per attempt."""
 
 from __future__ import annotations
 
+import json
+import logging
 import time
+from collections.abc import Collection
 from typing import Protocol
 
 from rota.drivers.base import Completion
@@ -60,6 +63,51 @@ def outcome_of(ended: Ended | None) -> str:
     return OTHER  # snoozed, cancelled, returned on shutdown
 
 
+# One line per finished attempt: INFO when it completed (or was snoozed, cancelled,
+# returned), WARNING with the error when it will be retried or was dead-lettered.
+job_log = logging.getLogger("rota.jobs")
+ALL_QUEUES = "*"
+
+
+def _other_outcome(ended: Ended | None) -> str:
+    """The history word of an attempt that moved no counter (snoozed, cancelled, ...)."""
+    completion = ended.completion if ended is not None else None
+    if completion is None:
+        return "lost (lease gone, nothing written)" if ended is not None else "crashed"
+    try:
+        return str(json.loads(completion.entry_json).get("outcome", completion.state))
+    except ValueError:
+        return str(completion.state)
+
+
+# A message from user code is one log line: its control characters (NUL, newlines) and
+# the characters that reorder text on screen are written as escapes.
+_UNSAFE = {
+    code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    for code in [
+        *range(0x20),
+        0x7F,
+        0x61C,
+        0x200E,
+        0x200F,
+        *range(0x202A, 0x202F),
+        *range(0x2066, 0x206A),
+    ]
+}
+
+
+def _error_text(ended: Ended | None) -> str:
+    error = ended.error if ended is not None else None
+    if error is None:
+        return "no error"
+    try:
+        text = f"{type(error).__name__}: {error}"
+    except Exception:  # a broken __str__ must not lose the line
+        text = type(error).__name__
+    text = text[:500].translate(_UNSAFE)
+    return text if len(text) <= 500 else text[:499] + "…"
+
+
 # What start() hands to finish(): the job, its span (None: tracing off) and the start time.
 Watch = tuple[Job, AttemptSpan | None, float]
 
@@ -68,8 +116,12 @@ class AttemptObserver:
     """Called by the worker in each job's own asyncio task, so the log context and the
     current span belong to that attempt (and follow a sync task into its thread)."""
 
-    def __init__(self, metrics: m.ProcessMetrics) -> None:
+    def __init__(self, metrics: m.ProcessMetrics, *, quiet_queues: Collection[str] = ()) -> None:
         self.metrics = metrics
+        # Asked once, not per job: the levels are set before a worker starts.
+        self._info = job_log.isEnabledFor(logging.INFO) and ALL_QUEUES not in quiet_queues
+        self._warn = job_log.isEnabledFor(logging.WARNING)
+        self._quiet = frozenset(quiet_queues)
 
     def start(self, job: Job) -> Watch:
         current_job.set(job)
@@ -83,3 +135,29 @@ class AttemptObserver:
         if span is not None:
             failed = outcome is RETRIED or outcome is FAILED
             span.finish(outcome, ended.error if ended is not None and failed else None)
+        if outcome is COMPLETED or outcome is OTHER:
+            if self._info and job.queue not in self._quiet:
+                word = outcome if outcome is COMPLETED else _other_outcome(ended)
+                job_log.info(
+                    "%s #%s %s in %.3fs (attempt %d)",
+                    job.task,
+                    job.id,
+                    word,
+                    seconds,
+                    job.attempt,
+                    extra={"outcome": word, "duration": round(seconds, 6)},
+                )
+        elif self._warn:
+            error = _error_text(ended)
+            # Retries and dead letters always say why, whatever the quiet queues.
+            job_log.warning(
+                "%s #%s %s after %.3fs (attempt %d of %d): %s",
+                job.task,
+                job.id,
+                "will retry" if outcome is RETRIED else f"dead-lettered ({outcome})",
+                seconds,
+                job.attempt,
+                job.max_attempts,
+                error,
+                extra={"outcome": outcome, "duration": round(seconds, 6), "error": error},
+            )

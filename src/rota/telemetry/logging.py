@@ -13,7 +13,18 @@ from typing import Any
 
 from rota.job import Job
 
-_CONTEXT_FIELDS = ("job_id", "task", "queue", "attempt", "worker", "trace_id", "event")
+_CONTEXT_FIELDS = (
+    "job_id",
+    "task",
+    "queue",
+    "attempt",
+    "worker",
+    "trace_id",
+    "event",
+    "outcome",
+    "duration",
+    "error",
+)
 
 # The job whose attempt runs in this context: set by the worker per attempt, and copied
 # into a sync task's thread with the rest of the context.
@@ -57,13 +68,35 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(data, default=str)
 
 
+_TEXT_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
+
+
+def configure_default() -> bool:
+    """Give rota's loggers a stderr handler at INFO when the application configured no
+    logging at all (a worker started from Python would otherwise log nothing, and
+    Python's last-resort handler shows only warnings). Returns whether it did."""
+    root = logging.getLogger()
+    rota_log = logging.getLogger("rota")
+    if root.handlers or rota_log.handlers:
+        return False
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(_TEXT_FORMAT))
+    # The application may configure logging later: from then on its handlers get rota's
+    # records (they still propagate) and this one stands aside, so nothing shows twice.
+    handler.addFilter(lambda record: not root.handlers)
+    rota_log.addHandler(handler)
+    if rota_log.level == logging.NOTSET:
+        rota_log.setLevel(logging.INFO)
+    return True
+
+
 def configure(level: str = "info", fmt: str = "text") -> None:
     """Configure the root logger once for a rota process (CLI and worker)."""
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+        handler.setFormatter(logging.Formatter(_TEXT_FORMAT))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

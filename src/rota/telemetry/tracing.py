@@ -8,7 +8,7 @@ import contextlib
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rota.drivers.base import JobInsert
@@ -70,37 +70,73 @@ def traced_insert(
 ) -> list[Job]:
     """Insert `rows` inside a producer span, with the span's context in each job's meta.
     One span per call: a bulk enqueue is one "send" of many messages."""
-    tracer = _tracer()
-    if tracer is None or not rows:
-        return insert(rows)
-    from opentelemetry import propagate
-    from opentelemetry.trace import SpanKind
+    with _ProducerSpan(rows) as send:
+        return send.done(insert(send.rows))
 
-    queues = {row.queue for row in rows}
-    queue = next(iter(queues)) if len(queues) == 1 else None
-    attributes: dict[str, Any] = {
-        "messaging.system": SYSTEM,
-        "messaging.operation.type": "send",
-        "messaging.operation.name": "send",
-    }
-    if queue is not None:
-        attributes["messaging.destination.name"] = queue
-    tasks = {row.task for row in rows}
-    if len(tasks) == 1:
-        attributes["rota.job.task"] = rows[0].task
-    tenants = {row.tenant for row in rows}
-    if len(tenants) == 1 and rows[0].tenant is not None:
-        attributes["rota.job.tenant"] = rows[0].tenant
-    if len(rows) > 1:
-        attributes["messaging.batch.message_count"] = len(rows)
-    name = f"send {queue}" if queue is not None else "send"
-    with tracer.start_as_current_span(name, kind=SpanKind.PRODUCER, attributes=attributes) as span:
+
+async def traced_insert_async(
+    rows: Sequence[JobInsert],
+    insert: Callable[[Sequence[JobInsert]], Awaitable[list[Job]]],
+) -> list[Job]:
+    """traced_insert for an async insert (`enqueue_async`)."""
+    with _ProducerSpan(rows) as send:
+        return send.done(await insert(send.rows))
+
+
+class _ProducerSpan:
+    """The producer span of one insert (nothing when OpenTelemetry is not set up): `rows`
+    carry its context in their meta, `done(jobs)` records what was inserted."""
+
+    def __init__(self, rows: Sequence[JobInsert]) -> None:
+        self.rows = rows
+        self._span: Any = None
+        self._scope: Any = None
+        tracer = _tracer()
+        if tracer is None or not rows:
+            return
+        from opentelemetry.trace import SpanKind
+
+        queues = {row.queue for row in rows}
+        queue = next(iter(queues)) if len(queues) == 1 else None
+        attributes: dict[str, Any] = {
+            "messaging.system": SYSTEM,
+            "messaging.operation.type": "send",
+            "messaging.operation.name": "send",
+        }
+        if queue is not None:
+            attributes["messaging.destination.name"] = queue
+        tasks = {row.task for row in rows}
+        if len(tasks) == 1:
+            attributes["rota.job.task"] = rows[0].task
+        tenants = {row.tenant for row in rows}
+        if len(tenants) == 1 and rows[0].tenant is not None:
+            attributes["rota.job.tenant"] = rows[0].tenant
+        if len(rows) > 1:
+            attributes["messaging.batch.message_count"] = len(rows)
+        name = f"send {queue}" if queue is not None else "send"
+        self._scope = tracer.start_as_current_span(
+            name, kind=SpanKind.PRODUCER, attributes=attributes
+        )
+
+    def __enter__(self) -> _ProducerSpan:
+        if self._scope is None:
+            return self
+        from opentelemetry import propagate
+
+        self._span = self._scope.__enter__()
         carrier: dict[str, str] = {}
         propagate.inject(carrier)
         if carrier:
-            rows = [_with_trace(row, carrier) for row in rows]
-        jobs = insert(rows)
-        if len(jobs) == 1:
+            self.rows = [_with_trace(row, carrier) for row in self.rows]
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._scope is not None:
+            self._scope.__exit__(*exc)
+
+    def done(self, jobs: list[Job]) -> list[Job]:
+        span = self._span
+        if span is not None and len(jobs) == 1:
             span.set_attribute("messaging.message.id", str(jobs[0].id))
             span.set_attribute("rota.job.id", jobs[0].id)
             if not jobs[0].created:

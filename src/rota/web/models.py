@@ -49,6 +49,7 @@ class JobQuery(Strict):
     key: Text | None = Field(None, description="Idempotency key (exact).")
     task: Text | None = Field(None, description="Task name (exact).")
     queue: Name | None = None
+    tenant: Name | None = Field(None, description="Tenant (exact).")
     state: list[JobState] = Field(default_factory=list, max_length=7)
     text: Text | None = Field(None, description="Text in the JSON arguments (substring).")
     before_id: JobId | None = Field(None, description="Page: only jobs with a smaller id.")
@@ -226,6 +227,7 @@ class ScheduleOut(BaseModel):
         '"<hidden>" without dlq_read.'
     )
     schedule: str
+    description: str = Field("", description='The schedule in plain words: "every 5 minutes".')
     timezone: str
     concurrency: str
     suspended: bool
@@ -263,8 +265,13 @@ class WorkerOut(BaseModel):
     worker: str
     running: int
     queues: list[str]
-    last_seen: datetime | None
+    last_seen: datetime | None = Field(description="When it last started a job.")
     leader_of: list[str]
+    last_heartbeat: datetime | None = Field(
+        None, description="Its last heartbeat row (every live worker renews one)."
+    )
+    started_at: datetime | None = None
+    capabilities: list[str] = []
 
 
 class LeaderOut(BaseModel):

@@ -23,6 +23,7 @@ class JobSearch:
     key: str | None = None
     task: str | None = None
     queue: str | None = None
+    tenant: str | None = None
     states: tuple[str, ...] = ()
     text: str | None = None
     before_id: int | None = None

@@ -22,6 +22,7 @@ class WebStore:
             "key": where.key,
             "task": where.task,
             "queue": where.queue,
+            "tenant": where.tenant,
             "states": c.array(list(where.states)),
             "text": where.text,
             "before_id": where.before_id,

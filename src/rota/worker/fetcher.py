@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -50,6 +51,7 @@ class Fetcher:
         completer: Completer,
         claims: Mapping[str, str],
         capabilities: tuple[str, ...] = (),
+        gate: Callable[[], bool] = lambda: True,
     ) -> None:
         self.driver = driver
         self.db = db
@@ -64,6 +66,10 @@ class Fetcher:
         self.completer = completer
         self.claims = claims  # queue mode -> its named claim statement
         self.capabilities = capabilities  # only jobs these cover are claimed (rota.routing)
+        # Claims wait while this is false: the worker is not registered as present
+        # (worker.presence), so its peers could rescue what it claims (#17).
+        self.gate = gate
+        self.gated = 0  # claims not made because of it (tests wait on this)
         self.mode = PLAIN  # how the queue is claimed; the database corrects it on a claim
         self._wake = asyncio.Event()
         self._more = True  # the last claim says more jobs are likely waiting
@@ -74,8 +80,20 @@ class Fetcher:
         self._unknown_mode: str | None = None  # a mode no plugged feature brings (logged once)
         self.fetches = 0
         self.failures = 0  # claims in a row that failed (the health endpoint reads it)
+        # Claims wait while this says so: the worker cannot renew leases (#21); resume()
+        # ends the wait and any failure backoff at once.
+        self.paused: Callable[[], bool] = _never
+        self._resumed = asyncio.Event()
+        self.claim_sent = 0.0  # time.monotonic() the last claim was sent: its leases' start
 
     def wake(self) -> None:
+        self._wake.set()
+
+    def resume(self) -> None:
+        """The database answers again: claim now, not after the failure backoff."""
+        if self.failures:
+            self.failures = 0
+            self._resumed.set()  # ends the backoff under way (cleared after it)
         self._wake.set()
 
     def release(self) -> None:
@@ -92,8 +110,8 @@ class Fetcher:
         while not stop.is_set():
             if self.failures:
                 # Backing off after failed claims: a wake-up does not cut the wait short.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=delay)
+                await _first(stop, self._resumed, delay)
+                self._resumed.clear()
             else:
                 timeout = self.poll_interval
                 if self.limited and self.free > 0:
@@ -103,9 +121,14 @@ class Fetcher:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wake.wait(), timeout=timeout)
             self._wake.clear()
+            if self.paused():
+                continue
             switched = False
             carry = True
             while self.free > 0 and not stop.is_set():
+                if not self.gate():
+                    self.gated += 1  # woken again once present (Worker._wake)
+                    break
                 query = self.claims.get(self.mode)
                 if query is None:
                     self._refuse_mode()
@@ -125,6 +148,7 @@ class Fetcher:
                     carried,
                 )
                 try:
+                    self.claim_sent = time.monotonic()
                     claimed: Claimed = await self.db(self.driver.job_fetch, claim)
                 except Exception as exc:
                     self.completer.give_back(carried)
@@ -177,6 +201,20 @@ class Fetcher:
                 self.queue,
                 self.mode,
             )
+
+
+def _never() -> bool:
+    return False
+
+
+async def _first(stop: asyncio.Event, resumed: asyncio.Event, delay: float) -> None:
+    """Wait `delay` seconds, or less if `stop` or `resumed` is set first."""
+    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(resumed.wait())]
+    try:
+        await asyncio.wait(waits, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in waits:
+            waiting.cancel()
 
 
 def claim_now(

@@ -217,19 +217,33 @@ class WorkerHealth:
         settings = worker.settings
         # Two leases without a finished beat: every lease this worker held has expired.
         self.stall_after = max(2 * settings.lease, settings.heartbeat_interval + 15.0)
+        # A database call of the worker still waiting a whole lease after it was sent:
+        # its deadline (a third of the lease) did not free it, so its thread is lost to
+        # this process, and only a restart gets it back (docs/reliability.md#partitions).
+        self.stuck_after = settings.lease
 
     def live(self) -> Probe:
         beater = self.worker.heartbeater
         now = time.monotonic()
         lag = self.monitor.lag
         beat_age = None if beater.last_beat is None else round(now - beater.last_beat, 3)
+        oldest = self.worker.calls.oldest_age()
         detail: dict[str, Any] = {
             "loop_lag_s": round(lag, 3),
             "last_beat_age_s": beat_age,
             "heartbeat_failures": beater.failures,
+            "oldest_db_call_s": round(oldest, 3),
+            "cut_off_s": None
+            if self.worker.cut_off_since is None
+            else round(now - self.worker.cut_off_since, 3),
         }
         if lag > MAX_LOOP_LAG:
             return Probe(False, {**detail, "reason": f"event loop lag over {MAX_LOOP_LAG:g}s"})
+        if oldest > self.stuck_after:
+            return Probe(
+                False,
+                {**detail, "reason": f"a database call has waited over {self.stuck_after:g}s"},
+            )
         if beater.last_attempt is not None and now - beater.last_attempt > self.stall_after:
             return Probe(
                 False, {**detail, "reason": f"no heartbeat finished in {self.stall_after:g}s"}
@@ -239,20 +253,37 @@ class WorkerHealth:
     def ready(self) -> Probe:
         worker = self.worker
         failing = [q for q, f in worker.fetchers.items() if f.failures]
-        connected = worker.heartbeater.failures == 0 and not failing
+        hung = worker.calls.hung()
+        connected = (
+            worker.heartbeater.failures == 0 and not failing and not hung and not worker.cut_off
+        )
         detail: dict[str, Any] = {
             "ready": worker.ready,
             "draining": worker.stopping,
             "connected": connected,
             "running": worker.running,
             "hung": worker.hung,
+            "db_calls_hung": hung,
+            # False for the moment a cut presence session takes to come back: not
+            # claiming meanwhile (#17), too brief to turn the worker unready.
+            "present": worker.presence.present,
         }
+        # How wake-ups arrive ("listening", "polling", ...): shown, never a reason to be
+        # unready, since polling still finds every job.
+        listen = getattr(worker.notifier, "state", None)
+        if listen is not None:
+            detail["listen"] = listen
         if worker.stopping:
             return Probe(False, {**detail, "reason": "draining: stopped fetching"})
         if not worker.ready:
             return Probe(False, {**detail, "reason": "starting: waiting for the database"})
         if not connected:
-            reason = "heartbeats failing" if worker.heartbeater.failures else "claims failing"
+            if hung:
+                reason = f"{hung} call(s) without an answer for over {worker.hang_after:g}s"
+            elif worker.heartbeater.failures or worker.cut_off:
+                reason = "heartbeats failing"
+            else:
+                reason = "claims failing"
             return Probe(False, {**detail, "reason": f"database unreachable ({reason})"})
         if worker.all_hung:
             reason = (

@@ -2,7 +2,9 @@
 beat. A job missing from the answer lost its lease (it was rescued): it is told to
 stop, and its eventual completion will be refused by the fencing token anyway. A job
 whose outcome waits for the completer is renewed for one lease at most: an outcome
-that can never be written must not keep its job running for ever."""
+that can never be written must not keep its job running for ever. Each renewal moves the
+job's local lease clock (rota.worker.lease_clock); a job whose lease goes unconfirmed too
+long is stopped here, while the database still cannot be reached (fence())."""
 
 from __future__ import annotations
 
@@ -15,8 +17,13 @@ from collections.abc import Callable
 from rota.context import Context
 from rota.drivers.base import Driver
 from rota.maintenance.service import DbCall, log_failure
+from rota.worker.lease_clock import LeaseClock
 
 log = logging.getLogger("rota.worker")
+
+# While beats fail, the next one comes after this at most (not a whole interval), so the
+# worker notices within a second that the database is back (#21).
+RETRY_AFTER_FAILURE = 1.0
 
 
 class Heartbeater:
@@ -28,12 +35,18 @@ class Heartbeater:
         lease: float,
         interval: float,
         clock: Callable[[], float] = time.monotonic,
+        fence_after: float | None = None,
     ) -> None:
         self.driver = driver
         self.db = db
         self.lease = lease
         self.interval = interval
         self.clock = clock
+        self.leases = LeaseClock(fence_after if fence_after is not None else lease, clock)
+        # When the beat now waiting for its answer was sent (None: none is waiting).
+        self.in_flight_since: float | None = None
+        self.lease_lost = 0  # jobs stopped by the local lease clock
+        self.last_lease_lost: float | None = None
         self._held: dict[int, tuple[str, Context]] = {}
         # Jobs whose outcome is handed to the completer (and when): still renewed until
         # written, for one lease at most, and a missing renewal is expected (our own
@@ -48,8 +61,12 @@ class Heartbeater:
         self.last_attempt: float | None = None
         self.failures = 0
 
-    def track(self, job_id: int, token: str, ctx: Context) -> None:
+    def track(
+        self, job_id: int, token: str, ctx: Context, confirmed_at: float | None = None
+    ) -> None:
+        """Hold `job_id`, whose lease the claim sent at `confirmed_at` set."""
         self._held[job_id] = (token, ctx)
+        self.leases.confirmed((job_id,), self.clock() if confirmed_at is None else confirmed_at)
 
     def submitted(self, job_id: int) -> None:
         self._submitted[job_id] = self.clock()
@@ -57,6 +74,7 @@ class Heartbeater:
     def untrack(self, job_id: int) -> None:
         self._held.pop(job_id, None)
         self._submitted.pop(job_id, None)
+        self.leases.forget(job_id)
 
     def context(self, job_id: int) -> Context | None:
         """The context of a job this worker still holds (running, or its outcome not yet
@@ -71,10 +89,16 @@ class Heartbeater:
     def held(self) -> int:
         return len(self._held)
 
+    def hanging(self, after: float) -> bool:
+        """A beat has waited longer than `after` seconds for its answer."""
+        since = self.in_flight_since
+        return since is not None and self.clock() - since > after
+
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
+            wait = min(self.interval, RETRY_AFTER_FAILURE) if self.failures else self.interval
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._event.wait(), timeout=self.interval)
+                await asyncio.wait_for(self._event.wait(), timeout=wait)
             self._event.clear()
             try:
                 await self.beat()
@@ -93,12 +117,21 @@ class Heartbeater:
     async def beat(self) -> None:
         self._drop_unwritten()
         snapshot = dict(self._held)
-        if not snapshot:
-            return
-        leases = [(job_id, token) for job_id, (token, _) in snapshot.items()]
-        renewed = await self.db(self.driver.job_lease_renew, leases, self.lease)
+        sent = self.clock()
+        self.in_flight_since = sent
+        try:
+            if not snapshot:
+                # Nothing to renew: still ask, so that health and the paused claims
+                # learn within one interval whether the database answers.
+                await self.db(self.driver.db_now)
+                return
+            leases = [(job_id, token) for job_id, (token, _) in snapshot.items()]
+            renewed = await self.db(self.driver.job_lease_renew, leases, self.lease)
+        finally:
+            self.in_flight_since = None
         self.beats += 1
         alive = {r.job_id: r for r in renewed}
+        self.leases.confirmed((j for j in alive if j in self._held), sent)
         for job_id, (_, ctx) in snapshot.items():
             renewal = alive.get(job_id)
             if renewal is None:
@@ -127,3 +160,40 @@ class Heartbeater:
                 self.lease,
             )
             self.untrack(job_id)
+
+    def fence_all(self, why: str) -> list[int]:
+        """Stop every running job now, whatever its lease clock says: for when the
+        database may hand them to another worker at once (its presence session ended)."""
+        self.leases.expire(list(self._held))
+        return self.fence(why)
+
+    def fence(self, why: str) -> list[int]:
+        """Stop every running job whose lease this worker could not confirm in time: it
+        may run out in the database before the next answer, and another worker may then
+        run the job. Jobs whose outcome waits for the completer are left alone (their
+        task is done; the fencing token decides whether the outcome is written)."""
+        expired = [j for j in self.leases.expired() if j in self._held]
+        if not expired:
+            return []
+        stopped = []
+        for job_id in expired:
+            if job_id in self._submitted:
+                self.leases.forget(job_id)
+                continue
+            _, ctx = self._held[job_id]
+            if not ctx.completed_in_transaction:
+                ctx.request_cancel("lost")
+                stopped.append(job_id)
+            self.untrack(job_id)
+        if stopped:
+            self.lease_lost += len(stopped)
+            self.last_lease_lost = self.clock()
+            log.error(
+                "LeaseLost: job(s) %s not confirmed for %.1fs (lease %gs): stopping them "
+                "before the database can hand them to another worker (%s)",
+                ", ".join(map(str, stopped)),
+                self.leases.fence_after,
+                self.lease,
+                why,
+            )
+        return stopped

@@ -17,22 +17,26 @@ from typing import TYPE_CHECKING, Any
 
 from rota.app import App, ServiceContext
 from rota.context import Context
-from rota.drivers.base import Completion
+from rota.drivers.base import Completion, Notifier
+from rota.drivers.deadlines import call_deadline, run_with_deadline
 from rota.errors import DatabaseUnavailableError
 from rota.job import Job
 from rota.maintenance.counts import CountFolder
 from rota.maintenance.horizon import HorizonWatch
 from rota.maintenance.leader import Elector
 from rota.maintenance.pruner import Pruner
-from rota.maintenance.rescuer import Rescuer
+from rota.maintenance.rescuer import PresenceRescuer, Rescuer
 from rota.maintenance.service import PeriodicService, backoff_delay
 from rota.maintenance.stager import Stager
 from rota.settings import WorkerSettings
 from rota.telemetry.attempts import AttemptObserver
+from rota.telemetry.logging import configure_default
 from rota.worker.completer import Completer
+from rota.worker.db_calls import DbCalls
 from rota.worker.executor import Executor
 from rota.worker.fetcher import Fetcher
 from rota.worker.heartbeat import Heartbeater
+from rota.worker.presence import PresenceKeeper
 from rota.worker.progress import ProgressWriter
 from rota.worker.supervisor import DRAIN_SIGNAL, EXIT_HUNG, HALT_SIGNAL
 
@@ -46,12 +50,20 @@ log = logging.getLogger("rota.worker")
 # outcomes and resigning share it (docs/workers.md). A thread that ignores the stop is
 # not waited for; its job is fenced and the thread dies with the process.
 SHUTDOWN_MARGIN = 1.0
+# A database call unanswered this long (or half a heartbeat interval, if shorter) counts
+# as hung: it is logged once, the worker turns unready and, if it is a heartbeat, stops
+# claiming until a beat succeeds (#21).
+HANG_AFTER_MAX = 2.0
+# How often the guard looks at the lease clock and the calls in flight.
+GUARD_TICK = 0.1
 
 
 class Worker:
     def __init__(self, app: App, settings: WorkerSettings | None = None) -> None:
         self.app = app
         self.settings = settings or WorkerSettings()
+        # Started from Python with no logging set up, a worker would say nothing.
+        configure_default()
         self.id = self.settings.worker_id
         self.driver = app.driver
         self._db_pool = concurrent.futures.ThreadPoolExecutor(
@@ -77,11 +89,20 @@ class Worker:
         self.ready = False  # connected, schema current, not draining
         self.completed = 0
         self.fetchers: dict[str, Fetcher] = {}
+        # Every database call has a deadline derived from the lease (docs/workers.md).
+        self.driver.deadlines_set(self.settings.deadlines)
+        self._call_timeout = self.settings.deadlines.call
+        self.hang_after = min(HANG_AFTER_MAX, self.settings.heartbeat_interval / 2)
+        self.calls = DbCalls(self.hang_after)
+        # Set while heartbeats fail or hang: claims wait, and the lease clock runs down.
+        self.cut_off_since: float | None = None
+        self.notifier: Notifier | None = None  # set when the worker runs
         self.heartbeater = Heartbeater(
             self.driver,
             self.db,
             lease=self.settings.lease,
             interval=self.settings.heartbeat_interval,
+            fence_after=self.settings.fence_after,
         )
         self.completer = Completer(
             self.driver,
@@ -92,12 +113,26 @@ class Worker:
         )
         self.progress = ProgressWriter(self.driver, self.db)
         self.elector = Elector(self.driver, self.id, self.settings.leader_ttl)
+        # Present before the first claim, and claiming only while present (#17).
+        self.presence = PresenceKeeper(
+            self.driver,
+            self.db,
+            self.id,
+            on_present=lambda: self._wake(None),
+            on_gone=self._presence_gone,
+            enabled=self.settings.presence,
+            grace=self.settings.presence_grace,
+            # The server drops a silent presence session no sooner than this worker stops
+            # its jobs (#21): its keepalives are set from the lease, not postgresql.conf.
+            server_options=self.settings.server_detection.conninfo_options(),
+        )
         # The engine's own services, then whatever the plugged features bring: the worker
         # names none of them.
         settings = self.settings
         self.services: list[PeriodicService] = [
             Stager(self.driver, settings.stage_interval),
             Rescuer(self.driver, settings.rescue_interval),
+            PresenceRescuer(self.driver, settings.presence_interval, settings.presence_grace),
             Pruner(
                 self.driver,
                 settings.prune_interval,
@@ -122,17 +157,33 @@ class Worker:
 
             self.health = worker_server(self)
         # Counters, spans and the log context of each attempt (rota.telemetry).
-        self.observer = AttemptObserver(app.metrics)
+        self.observer = AttemptObserver(app.metrics, quiet_queues=self.settings.quiet_queues)
         self.metrics_server: MetricsServer | None = None
         if self.settings.metrics_port is not None:
             from rota.worker.metrics import worker_metrics_server
 
             self.metrics_server = worker_metrics_server(self)
 
-    async def db(self, func: Callable[..., Any], *args: Any) -> Any:
-        """Run a blocking driver call on the worker's database threads."""
+    async def db(self, func: Callable[..., Any], *args: Any, timeout: float | None = None) -> Any:
+        """Run a blocking driver call on the worker's database threads (timed from the
+        request: a call waiting for a free thread behind hung ones counts as waiting),
+        cut after `timeout` seconds (default: db_call_timeout) without an answer."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._db_pool, functools.partial(func, *args))
+        key = self.calls.begin(getattr(func, "__name__", "call"))
+        ok = False
+        seconds = self._call_timeout if timeout is None else timeout
+        try:
+            call = functools.partial(run_with_deadline, seconds, func, *args)
+            result = await loop.run_in_executor(self._db_pool, call)
+            ok = True
+            return result
+        finally:
+            self.calls.end(key, ok)
+
+    @property
+    def cut_off(self) -> bool:
+        """Heartbeats fail or hang: the leases this worker holds may not be renewed."""
+        return self.cut_off_since is not None
 
     # --- control ------------------------------------------------------------------------
 
@@ -229,7 +280,8 @@ class Worker:
         if self._stop.is_set():
             return
         # What the code declares (schedules, subscriptions) is stored before any job runs.
-        await self.db(self.app.prepare)
+        # Several statements per plugged feature: a whole lease, not one call's deadline.
+        await self.db(self.app.prepare, timeout=self.settings.lease)
         stop_parts = asyncio.Event()
         background: list[asyncio.Task[Any]] = []
         completer_task = asyncio.create_task(self.completer.run(), name="rota-completer")
@@ -237,7 +289,9 @@ class Worker:
             asyncio.create_task(self.heartbeater.run(stop_parts), name="rota-heartbeat")
         )
         background.append(asyncio.create_task(self.progress.run(stop_parts), name="rota-progress"))
-        notifier = self.driver.notifier()
+        background.append(asyncio.create_task(self._guard(stop_parts), name="rota-lease-guard"))
+        background.append(asyncio.create_task(self.presence.run(stop_parts), name="rota-presence"))
+        notifier = self.notifier = self.driver.notifier()
         background.append(
             asyncio.create_task(notifier.run(self._wake, self._control), name="rota-notify")
         )
@@ -253,6 +307,9 @@ class Worker:
                     name=f"rota-{service.name}",
                 )
             )
+        # Registered as present before the first claim: from then on, if this process
+        # dies, its peers rescue its jobs at once (#17).
+        await self.presence.wait(self._stop)
         fetch_tasks = []
         claims = self.app.claim_queries()
         for queue, concurrency in self.settings.queues.items():
@@ -269,11 +326,16 @@ class Worker:
                 completer=self.completer,
                 claims=claims,
                 capabilities=tuple(sorted(self.settings.capabilities)),
+                gate=lambda: self.presence.present,
             )
+            fetcher.paused = lambda: self.cut_off
             self.fetchers[queue] = fetcher
             fetch_tasks.append(
                 asyncio.create_task(fetcher.run(self._stop), name=f"rota-fetch-{queue}")
             )
+        # Claim at once: a wake-up the notifier sent while presence was registering
+        # found no fetcher yet.
+        self._wake(None)
         self.ready = True
         log.info(
             "worker %s started: queues %s%s",
@@ -308,6 +370,9 @@ class Worker:
             await self._bounded(self.db(self.elector.resign), deadline, "resigning leadership")
             for service in self.services:  # what a service held expires on its own anyway
                 await self._bounded(self.db(service.close), deadline, f"{service.name}: closing")
+            # Last: until now the jobs were ours. Whatever is still held (a task that
+            # ignored the stop) a peer rescues once the presence lock is let go.
+            await self.presence.close(_left(deadline), leave=self.heartbeater.held == 0)
             self._db_pool.shutdown(wait=False)
             # Threads still running a sync task past the grace cannot be killed; they are
             # fenced (their leases are gone) and die with the process.
@@ -360,7 +425,56 @@ class Worker:
 
     # --- jobs ---------------------------------------------------------------------------
 
+    async def _guard(self, stop: asyncio.Event) -> None:
+        """Watch the heartbeats and the lease clock: pause claims while beats fail or
+        hang, resume them the moment one succeeds, and stop every job whose lease could
+        not be confirmed in time, while the database is still out of reach."""
+        beater = self.heartbeater
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=GUARD_TICK)
+            self.calls.check()
+            now = time.monotonic()
+            troubled = beater.failures > 0 or beater.hanging(self.hang_after)
+            if troubled and self.cut_off_since is None:
+                self.cut_off_since = now
+                log.warning(
+                    "heartbeats %s: claims paused; running jobs are stopped %gs after their "
+                    "last confirmed renewal unless one succeeds",
+                    "fail" if beater.failures else f"get no answer for {self.hang_after:g}s",
+                    self.settings.fence_after,
+                )
+            elif not troubled and self.cut_off_since is not None:
+                log.warning(
+                    "heartbeats succeed again after %.1fs: claims resume",
+                    now - self.cut_off_since,
+                )
+                self.cut_off_since = None
+                for fetcher in self.fetchers.values():
+                    fetcher.resume()
+            due = beater.leases.next_deadline()
+            if due is not None and now >= due:
+                why = (
+                    f"heartbeats cut off for {now - self.cut_off_since:.1f}s"
+                    if self.cut_off_since is not None
+                    else "its renewal came too late"
+                )
+                beater.fence(why)
+
     def _start_job(self, job: Job, fetcher: Fetcher) -> None:
+        if self.heartbeater.leases.late(fetcher.claim_sent):
+            # The claim's answer came so late that the lease it set may already have run
+            # out in the database: never start such a job (it will be rescued and run again).
+            log.error(
+                "LeaseLost: job %s was claimed %.1fs ago (lease %gs): not starting it",
+                job.id,
+                time.monotonic() - fetcher.claim_sent,
+                self.settings.lease,
+            )
+            self.heartbeater.lease_lost += 1
+            self.heartbeater.last_lease_lost = time.monotonic()
+            fetcher.release()
+            return
         ctx = Context(
             job,
             worker_id=self.id,
@@ -370,7 +484,8 @@ class Worker:
         )
         if self._stop.is_set():
             ctx.draining = True
-        self.heartbeater.track(job.id, job.lease_token or "", ctx)
+        self.heartbeater.track(job.id, job.lease_token or "", ctx, fetcher.claim_sent)
+        ctx.lease_deadline = functools.partial(_deadline_of, self.heartbeater, job.id)
         task = asyncio.create_task(self._run_job(job, ctx, fetcher))
         self._running[job.id] = (task, ctx)
         self._idle.clear()
@@ -380,7 +495,11 @@ class Worker:
         watch = self.observer.start(job)
         execution = None
         try:
-            execution = await self.executor.run(job, ctx)
+            # What the job does on the database (in its task's thread too) is cut at its
+            # local lease deadline: past it, the database may have given the job away.
+            assert ctx.lease_deadline is not None
+            with call_deadline(ctx.lease_deadline):
+                execution = await self.executor.run(job, ctx)
             straggler = execution.straggler
             if self.progress.pending(job.id):
                 # The last value goes out before the completion; after it the fence refuses.
@@ -456,6 +575,12 @@ class Worker:
                 time.monotonic() - since,
             )
 
+    def _presence_gone(self) -> None:
+        """Peers may rescue this worker's jobs any moment (its presence lock is gone and
+        could not be taken again in time): stop them now, as a lost lease does. Their
+        writes are fenced anyway; this keeps a job from running twice at once."""
+        self.heartbeater.fence_all("presence session lost")
+
     def _replacement(self, completion: Completion, error: BaseException) -> Completion | None:
         """The completer's stand-in for an outcome the database refused."""
         ctx = self.heartbeater.context(completion.job_id)
@@ -479,6 +604,12 @@ class Worker:
         kind, _, value = payload.partition(":")
         if kind == "cancel" and value.isdigit() and int(value) in self._running:
             self.heartbeater.nudge()  # the renewal carries cancel_requested
+
+
+def _deadline_of(heartbeater: Heartbeater, job_id: int) -> float:
+    """The local lease deadline of a running job (ctx.transaction() is cut there); a job
+    no longer held has none left."""
+    return heartbeater.leases.deadline(job_id) or 0.0
 
 
 def _left(deadline: float) -> float:

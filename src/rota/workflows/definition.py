@@ -276,3 +276,32 @@ def _parents(
             raise WorkflowError(f"{where}: step {name!r} is listed twice in after=")
         parents.append(item)
     return tuple(parents)
+
+
+def chain(
+    *tasks: Task[Any, Any],
+    name: str | None = None,
+    on_failure: FailurePolicy | str = "fail",
+) -> Workflow:
+    """A workflow that runs `tasks` one after another: `rota.chain(fetch, parse, store)`.
+    Each step runs once the one before completed, and receives its result as the argument
+    named after it (as any workflow step does); the run's `args` go to every step that
+    takes them. Start it like any workflow: `app.workflows.start(chain(...), args={...})`.
+    Steps are named after their tasks (a task chained twice gets `_2`, `_3`)."""
+    if not tasks:
+        raise WorkflowError("chain() needs at least one task")
+    names: list[str] = []
+    for task in tasks:
+        if not isinstance(task, Task):
+            raise WorkflowError(f"chain() takes tasks (decorated with @app.task), not {task!r}")
+        base = task.__name__
+        step_name, n = base, 1
+        while step_name in names:
+            n += 1
+            step_name = f"{base}_{n}"
+        names.append(step_name)
+    workflow = Workflow(name or ("chain." + "-".join(names))[:100], on_failure=on_failure)
+    previous: Step | None = None
+    for task, step_name in zip(tasks, names, strict=True):
+        previous = workflow.step(task, name=step_name, after=() if previous is None else previous)
+    return workflow

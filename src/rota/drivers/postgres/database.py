@@ -7,7 +7,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import select
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -16,7 +17,10 @@ import psycopg_pool
 from psycopg.rows import dict_row
 
 from rota.drivers import queries
+from rota.drivers.adapters import plain_connection
 from rota.drivers.database import Params, Row
+from rota.drivers.deadlines import Deadlines, current_deadline
+from rota.drivers.postgres.deadlines import CallWatch, DeadlinePool, conninfo_with
 from rota.drivers.url import DatabaseURL, SecretFilter
 from rota.errors import (
     ConfigurationError,
@@ -112,13 +116,16 @@ class PostgresSession:
 class PostgresDatabase:
     dialect = "postgres"
 
-    def __init__(self, url: DatabaseURL, *, pool_size: int = 4) -> None:
+    def __init__(
+        self, url: DatabaseURL, *, pool_size: int = 4, deadlines: Deadlines | None = None
+    ) -> None:
         self.url = url
         self.codec = PostgresCodec()
-        # A URL from a file is read again for every new connection: a rotated password
-        # is used from the next reconnect on (docs/security.md).
-        self.conninfo: str | Callable[[], str] = url.current if url.file else url.raw
-        self._pool = psycopg_pool.ConnectionPool(
+        # Read again for every new connection: a URL from a file picks up a rotated
+        # password (docs/security.md), and a worker's deadlines apply from its start on.
+        self.deadlines = deadlines or Deadlines()
+        self.watch = CallWatch()
+        self._pool = DeadlinePool(
             self.conninfo,
             min_size=1,
             max_size=max(1, pool_size),
@@ -139,6 +146,19 @@ class PostgresDatabase:
 
     # --- connections ------------------------------------------------------------------
 
+    def conninfo(self) -> str:
+        """The connection string of a new connection: the URL with the deadlines added
+        (the URL's own settings win)."""
+        return conninfo_with(self.url.current(), self.deadlines)
+
+    def set_deadlines(self, deadlines: Deadlines) -> None:
+        """Use `deadlines` for connections opened from now on (a worker derives them from
+        its lease); the pool's idle connections are replaced, so that every connection
+        the worker uses has them."""
+        self.deadlines = deadlines
+        if self._opened:
+            self._pool.drain()
+
     @contextlib.contextmanager
     def connection(self) -> Iterator[Connection]:
         """A pooled connection (autocommit), with psycopg's errors made rota's."""
@@ -148,7 +168,10 @@ class PostgresDatabase:
             self._pool.open(wait=False)
             self._opened = True
         try:
-            with self._pool.connection() as conn:
+            with (
+                self._pool.connection(timeout=_checkout_timeout()) as conn,
+                self.watch.watching(conn),
+            ):
                 yield conn
         except psycopg_pool.PoolTimeout as exc:
             raise DatabaseUnavailableError(
@@ -168,6 +191,7 @@ class PostgresDatabase:
             raise DatabaseUnavailableError(f"PostgreSQL error: {self.url.scrub(str(exc))}") from exc
 
     def connection_of(self, conn: object) -> Connection:
+        conn = plain_connection(conn)  # a SQLAlchemy session, Django's connection
         if not isinstance(conn, psycopg.Connection):
             raise ConfigurationError(
                 f"conn= must be a psycopg.Connection for a PostgreSQL app, "
@@ -225,6 +249,7 @@ class PostgresDatabase:
 
     def close(self) -> None:
         self._closed = True
+        self.watch.close()
         if self._opened:
             self._pool.close()
         logging.getLogger("psycopg.pool").removeFilter(self._log_filter)
@@ -256,3 +281,13 @@ def _readable(fd: int) -> bool:
         poller.register(fd, select.POLLIN)
         return bool(poller.poll(0))  # POLLHUP and POLLERR count as an answer too
     return bool(select.select([fd], [], [], 0)[0])
+
+
+def _checkout_timeout() -> float | None:
+    """How long a call may wait for a free connection: until its deadline when it has
+    one (the pool's own 10 s otherwise). Calls hung on a silent link hold connections
+    until they are cut, and a heartbeat queued behind them must fail in time to be
+    retried, not wait out the pool."""
+    deadline = current_deadline()
+    at = None if deadline is None else deadline()
+    return None if at is None else max(0.05, at - time.monotonic())

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rota.drivers import queries
+from rota.drivers.adapters import plain_connection
 from rota.drivers.database import Params, Row
 from rota.drivers.url import DatabaseURL
 from rota.errors import ConfigurationError, DatabaseUnavailableError, SchemaError
@@ -160,6 +161,7 @@ class SQLiteDatabase:
             self._idle.put(conn)
 
     def connection_of(self, conn: object) -> sqlite3.Connection:
+        conn = plain_connection(conn)  # a SQLAlchemy session, Django's connection
         if not isinstance(conn, sqlite3.Connection):
             raise ConfigurationError(
                 f"conn= must be a sqlite3.Connection for a SQLite app, not {type(conn).__name__}"

@@ -9,9 +9,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from rota.drivers import queries
+from rota.drivers.deadlines import Deadlines
 from rota.drivers.sql import SQLDriver
 from rota.drivers.sqlite.copy import SQLiteCopyStore
 from rota.drivers.sqlite.database import SQLiteDatabase
+from rota.drivers.sqlite.presence import SQLitePresence
 from rota.drivers.sqlite.watch import DataVersionNotifier
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
@@ -32,6 +34,7 @@ class SQLiteDriver(SQLDriver):
         self._path = url.path
         self._busy_ms = self._sqlite.busy_ms
         self.copy = SQLiteCopyStore(self)
+        self.presence = SQLitePresence(self._sqlite)
 
     # --- connections (through the dialect seam) ----------------------------------------
 
@@ -39,7 +42,7 @@ class SQLiteDriver(SQLDriver):
         return self._sqlite._pooled()
 
     @contextlib.contextmanager
-    def _write(self, conn: Any = None) -> Iterator[sqlite3.Cursor]:
+    def _write(self, conn: sqlite3.Connection | None = None) -> Iterator[sqlite3.Cursor]:
         with self._sqlite.write(conn) as session:
             yield session._cursor
 
@@ -47,6 +50,9 @@ class SQLiteDriver(SQLDriver):
         return self._sqlite.query(name, params)  # type: ignore[return-value]
 
     # --- schema -------------------------------------------------------------------------
+
+    def deadlines_set(self, deadlines: Deadlines) -> None:
+        """A local file has no silent peer: its calls are bounded by the busy timeout."""
 
     def schema_migrate(self) -> list[int]:
         applied: list[int] = []
@@ -76,6 +82,10 @@ class SQLiteDriver(SQLDriver):
     # --- wake-ups -------------------------------------------------------------------------
 
     def notifier(self) -> DataVersionNotifier:
+        return DataVersionNotifier(self._path, self._busy_ms)
+
+    def done_watcher(self) -> DataVersionNotifier:
+        # No NOTIFY on SQLite: every commit to the file may have finished an awaited job.
         return DataVersionNotifier(self._path, self._busy_ms)
 
 

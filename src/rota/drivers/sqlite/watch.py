@@ -49,7 +49,12 @@ class DataVersionNotifier:
         stop = threading.Event()
 
         def changed() -> None:
-            loop.call_soon_threadsafe(wake, None)
+            # A commit seen as the worker stops (its own last writes: resigning, leaving
+            # its presence) may come after its loop has closed: nobody is left to wake.
+            if stop.is_set():
+                return
+            with contextlib.suppress(RuntimeError):  # closed between the check and here
+                loop.call_soon_threadsafe(wake, None)
 
         watch = self._watch_inotify if self._use_inotify else self._watch_poll
         thread = threading.Thread(
@@ -61,13 +66,31 @@ class DataVersionNotifier:
         finally:
             stop.set()
 
+    def watch(
+        self,
+        stop: threading.Event,
+        changed: Callable[[int | None], None],
+        ready: Callable[[], None],
+    ) -> None:
+        """The blocking form (a thread's target, for `app.wait`): `ready()` once the
+        watcher holds the current data version, `changed(None)` after each later commit
+        by another connection, until `stop` is set."""
+        watch = self._watch_inotify if self._use_inotify else self._watch_poll
+        watch(stop, lambda: changed(None), ready)
+
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self._path, timeout=self._busy_ms / 1000)
 
-    def _watch_poll(self, stop: threading.Event, changed: Callable[[], None]) -> None:
+    def _watch_poll(
+        self,
+        stop: threading.Event,
+        changed: Callable[[], None],
+        ready: Callable[[], None] = lambda: None,
+    ) -> None:
         conn = self._connect()
         try:
             last = _data_version(conn)
+            ready()
             last_change = time.monotonic()
             interval = POLL_BUSY
             while not stop.wait(interval):
@@ -81,7 +104,12 @@ class DataVersionNotifier:
         finally:
             conn.close()
 
-    def _watch_inotify(self, stop: threading.Event, changed: Callable[[], None]) -> None:
+    def _watch_inotify(
+        self,
+        stop: threading.Event,
+        changed: Callable[[], None],
+        ready: Callable[[], None] = lambda: None,
+    ) -> None:
         assert inotify_simple is not None
         folder, name = os.path.split(os.path.abspath(self._path))
         # The folder, not the files: the -wal file comes and goes with the connections.
@@ -92,6 +120,7 @@ class DataVersionNotifier:
             inotify.add_watch(folder, flags.MODIFY | flags.CREATE | flags.MOVED_TO)
             try:
                 last = _data_version(conn)
+                ready()
                 while not stop.is_set():
                     events: list[Any] = inotify.read(timeout=int(SAFETY_NET * 1000))
                     if events and not any(event.name in names for event in events):

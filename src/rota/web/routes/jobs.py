@@ -55,6 +55,7 @@ def register(api: Api) -> None:
             key=q.key,
             task=q.task,
             queue=q.queue,
+            tenant=q.tenant,
             states=tuple(str(s) for s in q.state),
             text=q.text,
             before_id=q.before_id,

@@ -6,6 +6,7 @@ from rota import __version__
 from rota.auth import Permission
 from rota.errors import RotaError
 from rota.maintenance.horizon import HORIZON_THRESHOLD, horizon_holders
+from rota.routing.store import RoutingStore
 from rota.web.api import Api, Call
 from rota.web.models import (
     DatabaseOut,
@@ -79,25 +80,38 @@ def register(api: Api) -> None:
         response=WorkersOut,
     )
     def workers(call: Call) -> WorkersOut:
-        """Workers that run jobs now or started one in the last ten minutes, and who
-        holds each leadership."""
+        """Every live worker (from its heartbeat row) and those that started a job in the
+        last ten minutes, and who holds each leadership."""
         store = WebStore(call.app.driver)
         leaders = store.leader_list()
         led: dict[str, list[str]] = {}
         for lead in leaders:
             if lead.live:
                 led.setdefault(lead.leader, []).append(lead.name)
-        return WorkersOut(
-            workers=[
+        # Every live worker from its heartbeat row, with what the jobs say about it (how
+        # many it runs, when it last started one); a worker seen only in the jobs (an
+        # older version, or one whose row expired) is listed too.
+        seen = {w.worker: w for w in store.worker_list(WORKER_WINDOW)}
+        live = {a.worker_id: a for a in RoutingStore(call.app.driver).worker_list()}
+        rows = []
+        for name in sorted(set(seen) | set(live)):
+            job_view, beat = seen.get(name), live.get(name)
+            rows.append(
                 WorkerOut(
-                    worker=w.worker,
-                    running=w.running,
-                    queues=list(w.queues),
-                    last_seen=w.last_seen,
-                    leader_of=led.get(w.worker, []),
+                    worker=name,
+                    running=job_view.running if job_view else 0,
+                    queues=sorted(
+                        set(job_view.queues if job_view else ()) | set(beat.queues if beat else ())
+                    ),
+                    last_seen=job_view.last_seen if job_view else None,
+                    leader_of=led.get(name, []),
+                    last_heartbeat=beat.seen_at if beat else None,
+                    started_at=beat.started_at if beat else None,
+                    capabilities=list(beat.capabilities) if beat else [],
                 )
-                for w in store.worker_list(WORKER_WINDOW)
-            ],
+            )
+        return WorkersOut(
+            workers=rows,
             leaders=[
                 LeaderOut(
                     name=x.name,

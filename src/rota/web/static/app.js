@@ -20,7 +20,7 @@ function el(tag, attrs, ...children) {
   if (tag === "td" && attrs && /\btrunc\b/.test(attrs.class || "")) {
     // A table cell ignores max-width: clip the text in a block inside it instead.
     const { class: cls, style, ...rest } = attrs;
-    return el("td", { ...rest, class: cls.replace(/\btrunc\b/, "").trim() || null, title: typeof children[0] === "string" ? children[0] : null },
+    return el("td", { ...rest, class: cls.replace(/\btrunc\b/, "").trim() || null, title: rest.title || (typeof children[0] === "string" ? children[0] : null) },
       el("div", { class: "clip " + (cls.includes("mono") ? "mono" : ""), style }, ...children));
   }
   const node = document.createElement(tag);
@@ -37,7 +37,27 @@ function el(tag, attrs, ...children) {
   return node;
 }
 const $ = (id) => document.getElementById(id);
-const fill = (node, ...children) => { node.replaceChildren(...children.flat()); };
+const fill = (node, ...children) => {
+  node.replaceChildren(...children.flat());
+  if (node.tagName === "TBODY") tidy(node);
+};
+// A column empty in every row says nothing: hide it, so the others (errors, tasks) get
+// its room. A cell counts as empty when it holds no text but a dash and no control.
+const BLANK = new Set(["", "—", "–", "-"]);
+function tidy(tbody) {
+  const table = tbody.closest("table");
+  const head = table && table.tHead && table.tHead.rows[0];
+  if (!head) return;
+  const rows = [...tbody.rows].filter((r) => !r.querySelector("td.empty"));
+  [...head.cells].forEach((th, i) => {
+    const empty = rows.length > 0 && rows.every((r) => {
+      const c = r.cells[i];
+      return !c || (BLANK.has(c.textContent.trim()) && !c.querySelector("button, input, svg, i, a"));
+    });
+    th.classList.toggle("gone", empty);
+    for (const r of rows) if (r.cells[i]) r.cells[i].classList.toggle("gone", empty);
+  });
+}
 
 async function api(path, options = {}) {
   const init = { credentials: "same-origin", headers: { "X-Rota-Request": "1" }, ...options };
@@ -198,14 +218,15 @@ pages.overview = async () => {
   }
   fill($("failures"), failures.length ? failures.map((j) => el("tr", { "data-job": j.id },
     el("td", { class: "num" }, jobLink(j.id)), el("td", {}, badge(j.state)),
-    el("td", { class: "trunc" }, el("div", {}, j.task), el("div", { class: "trunc", style: "color:var(--bad);font-size:12.5px;max-width:360px" }, lastError(j))),
+    el("td", { class: "trunc grow", title: `${j.task}\n${lastError(j)}` }, el("div", { class: "clip", style: "max-width:none" }, j.task),
+      el("div", { class: "clip", style: "max-width:none;color:var(--bad);font-size:12.5px" }, lastError(j))),
     el("td", { class: "nowrap muted" }, ago(j.finished_at || j.attempted_at))))
     : [emptyRow(4, "No failing jobs.")]);
   const leaders = new Map(workers.leaders.filter((l) => l.live).map((l) => [l.leader, l.name]));
   fill($("workers-mini"), workers.workers.length ? workers.workers.slice(0, 6).map((w) => el("tr", {},
     el("td", { class: "mono trunc" }, w.worker), el("td", {}, leaders.has(w.worker) ? badge("leader") : ""),
-    el("td", { class: "num" }, w.running + " running"), el("td", { class: "nowrap muted" }, ago(w.last_seen))))
-    : [emptyRow(4, "No worker started a job in the last 10 minutes.")]);
+    el("td", { class: "num" }, w.running + " running"), el("td", { class: "nowrap muted" }, ago(w.last_heartbeat || w.last_seen))))
+    : [emptyRow(4, "No live worker.")]);
   const size = Math.ceil(series.window / series.bucket);
   const all = Object.values(series.series);
   const enq = sum(all.map((k) => k.enqueued), size);
@@ -227,9 +248,8 @@ pages.overview = async () => {
   $("c-running").textContent = num(running);
   $("c-done").textContent = num(doneHour);
   $("c-rate").textContent = lastFive.toFixed(1) + " / min over the last 5 min";
-  // The counts are kept by the database (#23): reading them costs the same at any size.
-  const dead = queues.reduce((a, q) => a + (q.counts.discarded || 0), 0);
-  $("c-dead").textContent = can("dlq_read") ? num(dead) : "–";
+  // The same count as the queue table's Discarded column, for every role.
+  $("c-dead").textContent = num(queues.reduce((a, q) => a + (q.counts.discarded || 0), 0));
   $("q-count").textContent = queues.length + (queues.length === 1 ? " queue" : " queues");
   if (!queues.length) {
     fill($("queues"), emptyRow(10, "No queues yet: enqueue a job to see it here."));
@@ -243,6 +263,11 @@ pages.overview = async () => {
           onclick: (e) => act(e.target, `/api/queues/${encodeURIComponent(q.name)}/${q.paused ? "resume" : "pause"}`,
             `queue ${q.name} ${q.paused ? "resumed" : "paused"}`) }, q.paused ? "Resume" : "Pause")
       : "";
+    const purge = can("operate") && $("bulk-panel")
+      ? el("button", { type: "button", class: "danger", "data-purge": q.name, title: `cancel every waiting job of ${q.name} (dry run first)`,
+          onclick: () => bulkOpen({ title: `Purge queue ${q.name}`, verb: "Purge", path: `/api/queues/${encodeURIComponent(q.name)}/purge`,
+            selection: {}, what: `waiting jobs of queue ${q.name}` }) }, "Purge")
+      : "";
     return el("tr", { "data-queue": q.name },
       el("td", {}, el("a", { href: ROOT + "/jobs?queue=" + encodeURIComponent(q.name) }, el("b", {}, q.name))),
       el("td", {}, q.paused ? badge("paused") : badge("ok")),
@@ -253,20 +278,21 @@ pages.overview = async () => {
       el("td", { class: "num" }, dur(q.oldest_available_age_s)),
       el("td", { class: "num" }, qDone.toFixed(1)),
       el("td", {}, spark(sum([s.enqueued], size), "#2563eb")),
-      el("td", { class: "num" }, toggle));
+      el("td", { class: "num nowrap" }, toggle, toggle && purge ? " " : "", purge));
   }));
 };
 
+const SEARCH_FIELDS = ["q", "state", "queue", "task", "tenant"];
 function searchForm(defaults) {
   const form = $("search");
   const url = new URLSearchParams(location.search);
-  for (const name of ["q", "state", "queue"]) {
+  for (const name of SEARCH_FIELDS) {
     if (form.elements[name] && url.get(name)) form.elements[name].value = url.get(name);
   }
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     const p = new URLSearchParams();
-    for (const name of ["q", "state", "queue"]) {
+    for (const name of SEARCH_FIELDS) {
       const v = form.elements[name] && form.elements[name].value.trim();
       if (v) p.set(name, v);
     }
@@ -276,7 +302,7 @@ function searchForm(defaults) {
   });
   return () => {
     const p = new URLSearchParams(defaults);
-    for (const name of ["q", "state", "queue"]) {
+    for (const name of SEARCH_FIELDS) {
       const v = form.elements[name] && form.elements[name].value.trim();
       if (v) p.set(name, v);
     }
@@ -286,9 +312,113 @@ function searchForm(defaults) {
   };
 }
 
+// --- queue purge and bulk cancel: a dry run first (counts per task), then a reason, then
+// the action itself, which the server keeps in its audit log (GET /api/audit).
+const CANCELLABLE = ["scheduled", "available", "retryable", "running"];
+let bulk = null; // what the open panel would do: { title, verb, path, selection, what }
+function bulkShow(text, bad) {
+  const r = $("bulk-result");
+  r.className = "notice" + (bad ? " bad" : "");
+  r.textContent = text;
+}
+const perTask = (out) => Object.entries(out.per_task).map(([t, n]) => `${t} × ${num(n)}`).join(", ");
+async function bulkDryRun() {
+  const spec = bulk, go = $("bulk-go"), reason = $("bulk-form").elements.reason.value.trim();
+  go.disabled = true;
+  bulkShow("Counting…");
+  try {
+    // A dry run changes nothing, but the API asks every call for a reason.
+    const out = await api(spec.path, { method: "POST", json: { ...spec.selection, reason: reason || "dry run", dry_run: true } });
+    if (bulk !== spec) return;
+    const of = out.matched > out.count ? ` (the oldest ${num(out.count)} of ${num(out.matched)} matching)` : "";
+    bulkShow(out.count ? `Dry run: would cancel ${num(out.count)} ${spec.what}${of}: ${perTask(out)}. Nothing changed yet. Give a reason, then ${spec.verb.toLowerCase()}.`
+      : `Dry run: no ${spec.what}, nothing to cancel.`);
+    spec.count = out.count;
+    go.textContent = `${spec.verb} ${num(out.count)}`;
+    go.disabled = out.count === 0;
+  } catch (err) {
+    if (bulk === spec) bulkShow(`Dry run failed: ${err.message || "no answer from the server"}`, true);
+  }
+}
+function bulkOpen(spec) {
+  const panel = $("bulk-panel");
+  if (!panel) return;
+  bulk = spec;
+  panel.hidden = false;
+  $("bulk-title").textContent = spec.title;
+  $("bulk-go").textContent = spec.verb;
+  if (spec.error) { $("bulk-go").disabled = true; bulkShow(spec.error, true); }
+  else bulkDryRun();
+  panel.scrollIntoView({ block: "nearest" });
+}
+async function bulkRun(e) {
+  e.preventDefault();
+  const spec = bulk, go = $("bulk-go"), form = $("bulk-form");
+  if (!spec || spec.error || go.disabled) return;
+  const reason = form.elements.reason.value.trim();
+  if (!reason) { bulkShow("Give a reason: it is kept in the audit log.", true); form.elements.reason.focus(); return; }
+  go.disabled = true;
+  try {
+    const out = await api(spec.path, { method: "POST", json: { ...spec.selection, reason, dry_run: false } });
+    bulkShow(`Cancelled ${num(out.count)} ${spec.what}` + (out.count ? `: ${perTask(out)}` : "") + ` (audit #${out.audit_id}).`);
+    flash(`${spec.verb.toLowerCase()}: ${num(out.count)} cancelled`);
+    go.textContent = spec.verb;
+    form.elements.reason.value = "";
+    drawn.clear();
+    await refresh();
+  } catch (err) {
+    bulkShow(`${spec.verb} failed: ${err.message || "no answer from the server"}`, true);
+    go.disabled = false;
+  }
+}
+if ($("bulk-panel")) {
+  $("bulk-form").addEventListener("submit", bulkRun);
+  $("bulk-dry").addEventListener("click", () => { if (bulk && !bulk.error) bulkDryRun(); });
+  $("bulk-close").addEventListener("click", () => { bulk = null; $("bulk-panel").hidden = true; });
+}
+
+// The Jobs page's filter as a bulk cancel's selection; free text cannot select jobs.
+function cancelSpec() {
+  const f = $("search").elements;
+  const v = (name) => (f[name] ? f[name].value.trim() : "");
+  const spec = { title: "Cancel matching jobs", verb: "Cancel", path: "/api/jobs/cancel", selection: {} };
+  const parts = [];
+  for (const name of ["queue", "task", "tenant"]) if (v(name)) { spec.selection[name] = v(name); parts.push(`${name} ${v(name)}`); }
+  const state = v("state");
+  if (state) spec.selection.states = [state];
+  spec.what = (state ? `${state} ` : "waiting ") + "jobs" + (parts.length ? " of " + parts.join(", ") : "");
+  if (v("q")) spec.error = "The free-text search cannot select jobs to cancel: clear it and use the queue, task, tenant and state fields.";
+  else if (state && !CANCELLABLE.includes(state)) spec.error = `Jobs that are ${state} are finished: only scheduled, available, retryable or running jobs can be cancelled.`;
+  else if (!parts.length) spec.error = "Narrow the filter first (a queue, a task or a tenant): cancelling every job is not offered here.";
+  return spec;
+}
+
+const selectionText = (s) => Object.entries(s || {}).filter(([, v]) => v !== null && v !== undefined)
+  .map(([k, v]) => (k === "ids" ? `${v.length} ids` : `${k} ${Array.isArray(v) ? v.join(",") : v}`)).join(" · ");
+async function drawAudit() {
+  const node = $("audit");
+  if (!node) return;
+  const rows = await api("/api/audit?limit=5");
+  if (unchanged("audit", rows)) return;
+  fill(node, rows.length ? rows.map((r) => el("tr", { "data-audit": r.id }, el("td", { class: "num" }, r.id),
+    el("td", { class: "nowrap" }, when(r.created_at)), el("td", {}, r.action), el("td", { class: "trunc" }, r.principal),
+    el("td", { class: "trunc" }, r.reason), el("td", { class: "trunc mono grow" }, selectionText(r.selection)),
+    el("td", { class: "num" }, num(r.count))))
+    : [emptyRow(7, "No purge or bulk cancel yet.")]);
+}
+
 let jobQuery = null;
 pages.jobs = async () => {
-  jobQuery = jobQuery || searchForm({ limit: "100" });
+  if (!jobQuery) {
+    jobQuery = searchForm({ limit: "100" });
+    const cancel = $("cancel-matching");
+    // Apply the filter as typed (the list then shows what the cancel selects), then count.
+    if (cancel && can("operate")) {
+      cancel.addEventListener("click", () => { bulk = null; $("search").requestSubmit(); bulkOpen(cancelSpec()); });
+      // A new filter while the panel is open: count what the new one selects.
+      $("search").addEventListener("submit", () => { if (bulk && bulk.path === "/api/jobs/cancel") bulkOpen(cancelSpec()); });
+    }
+  }
   const jobs = await api("/api/jobs?" + jobQuery());
   if (unchanged("jobs", jobs)) return;
   $("subtitle").textContent = jobs.length + (jobs.length === 100 ? "+" : "") + " found";
@@ -309,7 +439,7 @@ pages.jobs = async () => {
     el("td", { class: "num" }, `${j.attempt}/${j.max_attempts}`),
     el("td", { class: "trunc mono" }, argsText(j.args)),
     el("td", { class: "nowrap" }, when(j.created_at)),
-    el("td", { class: "trunc", style: "color:var(--bad)" }, lastError(j)))));
+    el("td", { class: "trunc grow", style: "color:var(--bad)" }, lastError(j)))));
 };
 
 pages.job = async () => {
@@ -358,29 +488,39 @@ pages.schedules = async () => {
   const list = await api("/api/schedules");
   if (unchanged("schedules", list)) return;
   if (!list.length) { fill($("schedules"), emptyRow(10, "No schedules stored. Declare one with @app.cron and start a worker.")); return; }
-  fill($("schedules"), list.map((s) => el("tr", {},
+  fill($("schedules"), list.map((s) => el("tr", { "data-schedule": s.name },
     el("td", {}, el("a", { href: ROOT + "/schedules/" + encodeURIComponent(s.name) }, el("b", {}, s.name))),
-    el("td", { class: "mono" }, s.schedule), el("td", {}, s.timezone), el("td", { class: "trunc" }, s.task),
+    el("td", {}, el("div", { class: "words" }, s.description || s.schedule), el("div", { class: "mono muted" }, s.schedule)),
+    el("td", {}, s.timezone), el("td", { class: "trunc" }, s.task),
     el("td", {}, s.invalid ? badge("discarded") : s.suspended ? badge("suspended") : badge("ok")),
-    el("td", {}, s.next_runs_utc[0] ? el("span", { title: s.next_runs[0] }, ago(s.next_runs_utc[0])) : "—"),
-    el("td", {}, when(s.last_schedule_time)), el("td", {}, when(s.last_successful_time)),
+    el("td", { class: "nowrap next" }, s.next_runs_utc[0] ? el("span", { title: s.next_runs[0] }, ago(s.next_runs_utc[0])) : "—"),
+    el("td", { class: "nowrap" }, when(lastRun(s))), el("td", { class: "nowrap" }, when(s.last_successful_time)),
     el("td", { class: "num" }, s.active),
     el("td", { class: "num" }, can("operate") ? el("button", { type: "button",
       onclick: (e) => act(e.target, `/api/schedules/${encodeURIComponent(s.name)}/trigger`, `${s.name} triggered`, { method: "POST", json: {} }) }, "Trigger") : ""))));
 };
+
+// The latest run of a schedule, whichever way it started: a success is a run too (a
+// manual trigger sets no schedule time), so "last run" is never older than "last success".
+function lastRun(s, history) {
+  const times = [s.last_schedule_time, s.last_successful_time, ...(history || []).map((r) => r.created_at)]
+    .filter(Boolean).sort((a, b) => new Date(b) - new Date(a));
+  return times[0] || null;
+}
 
 pages.schedule = async () => {
   const name = PARAMS.name;
   const s = await api(`/api/schedules/${encodeURIComponent(name)}?limit=50`);
   if (unchanged("schedule", s, 0)) return;
   $("subtitle").textContent = s.task;
-  fill($("facts"), [["Cron", el("span", { class: "mono" }, s.schedule)], ["Zone", s.timezone], ["Task", s.task],
+  fill($("facts"), [["Runs", el("span", {}, s.description || s.schedule)], ["Cron", el("span", { class: "mono" }, s.schedule)], ["Zone", s.timezone], ["Task", s.task],
     ["Queue", s.queue], ["Arguments", el("span", { class: "mono" }, s.args === HIDDEN ? NOT_SHOWN : JSON.stringify(s.args))],
     ["Concurrency", s.concurrency], ["State", s.suspended ? badge("suspended") : badge("ok")],
-    ["Last run", s.last_schedule_time || "—"], ["Last success", s.last_successful_time || "—"],
-    ["Last missed", s.last_missed_time || "—"], ["Last event", s.last_event ? `${s.last_event} · ${ago(s.last_event_at)}` : "—"],
+    ["Last run", when(lastRun(s, s.history))], ["Last success", when(s.last_successful_time)],
+    ["Last missed", when(s.last_missed_time)], ["Last event", s.last_event ? `${s.last_event} · ${ago(s.last_event_at)}` : "—"],
   ].flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
-  fill($("next"), s.next_runs.length ? s.next_runs.map((t) => el("li", {}, t)) : [el("li", { class: "muted" }, s.suspended ? "suspended" : "none")]);
+  fill($("next"), s.next_runs.length ? s.next_runs.map((t, i) => el("li", {}, el("b", {}, ago(s.next_runs_utc[i])), el("span", { class: "muted" }, " · " + t)))
+    : [el("li", { class: "muted" }, s.suspended ? "suspended" : "none")]);
   fill($("runs"), s.history.length ? s.history.map((r) => el("tr", {}, el("td", { class: "mono" }, r.name),
     el("td", {}, r.trigger), el("td", {}, r.scheduled_at), el("td", { class: "num" }, r.job_id ? jobLink(r.job_id) : "—"),
     el("td", {}, r.state ? badge(r.state) : "—"), el("td", {}, when(r.attempted_at)), el("td", {}, when(r.finished_at))))
@@ -405,6 +545,16 @@ function deadFilters() {
 }
 let deadBound = false;
 let dryRunOf = null; // the selection and reason the last dry run counted
+// Dead letters picked by hand (their checkboxes): the replay takes exactly these.
+const picked = new Set();
+function pickedChanged() {
+  dryRunOf = null;
+  $("replay-now").disabled = true;
+  $("replay-now").textContent = "Replay";
+  const n = picked.size;
+  $("picked").textContent = n ? `${n} picked by hand: the replay takes exactly these` : "of the dead letters matching the filter above";
+  $("unpick").hidden = !n;
+}
 function bindDeadLetters() {
   deadBound = true;
   const form = $("search");
@@ -421,8 +571,9 @@ function bindDeadLetters() {
   $("replay-panel").hidden = false;
   const replay = $("replay"), result = $("replay-result"), now = $("replay-now");
   const request = (dry) => {
-    const body = { ...deadFilters(), reason: replay.elements.reason.value.trim(), dry_run: dry };
-    if (!Object.keys(deadFilters()).length) body.all = true;
+    const chosen = picked.size ? { ids: [...picked].sort((a, b) => a - b) } : deadFilters();
+    const body = { ...chosen, reason: replay.elements.reason.value.trim(), dry_run: dry };
+    if (!Object.keys(chosen).length) body.all = true;
     const rate = Number(replay.elements.rate.value);
     if (rate > 0) body.rate = rate;
     return body;
@@ -443,6 +594,7 @@ function bindDeadLetters() {
       if (!can("replay")) show(result.textContent + " Your role may not replay.", false);
     } catch (err) { show(err.message, true); } finally { e.target.disabled = false; }
   });
+  $("unpick").addEventListener("click", () => { picked.clear(); pickedChanged(); drawn.delete("dead"); refresh(); });
   now.addEventListener("click", async () => {
     const body = request(false);
     if (JSON.stringify(body) !== dryRunOf) { show("The selection changed since the dry run: run it again.", true); now.disabled = true; return; }
@@ -453,6 +605,8 @@ function bindDeadLetters() {
       flash(`replayed ${out.count}`);
       dryRunOf = null;
       now.textContent = "Replay";
+      picked.clear();
+      pickedChanged();
       await refresh();
     } catch (err) { show(err.message, true); }
   });
@@ -465,16 +619,27 @@ pages["dead-letters"] = async () => {
   const [list, replays] = await Promise.all([api("/api/dead-letters?" + p), api("/api/dead-letters/replays?limit=10")]);
   if (unchanged("dead", [list, replays])) return;
   $("dl-count").textContent = list.length + (list.length === 200 ? "+" : "") + " discarded";
+  const shown = new Set(list.map((j) => j.id));
+  for (const id of [...picked]) if (!shown.has(id)) picked.delete(id);
+  const pick = (j) => el("input", { type: "checkbox", "data-pick": j.id, "aria-label": `pick dead letter ${j.id}`, checked: picked.has(j.id),
+    onchange: (e) => { if (e.target.checked) picked.add(j.id); else picked.delete(j.id); pickedChanged(); } });
+  const dismiss = (e, j) => {
+    const reason = prompt(`Dismiss dead letter ${j.id}? It becomes cancelled and stops blocking its partition. Why?`, "dismissed from the dashboard");
+    if (!reason) return;
+    act(e.target, "/api/dead-letters/dismiss", `job ${j.id} dismissed`, { method: "POST", json: { ids: [j.id], reason } });
+  };
   fill($("dead"), list.length ? list.map((j) => el("tr", { "data-job": j.id },
+    el("td", {}, pick(j)),
     el("td", { class: "num" }, jobLink(j.id)), el("td", { class: "trunc" }, j.task), el("td", {}, j.queue),
     el("td", { class: "trunc mono" }, j.key || ""), el("td", { class: "num" }, `${j.attempt}/${j.max_attempts}`),
-    el("td", { class: "trunc", style: "color:var(--bad)" }, lastError(j)), el("td", { class: "nowrap" }, when(j.finished_at)),
-    el("td", { class: "num" }, can("operate") ? el("button", { type: "button", "data-retry": j.id,
-      onclick: (e) => act(e.target, `/api/dead-letters/${j.id}/retry`, `job ${j.id} queued again`) }, "Retry") : "")))
-    : [emptyRow(8, "No dead letters match. Everything either ran or is still trying.")]);
+    el("td", { class: "trunc grow", style: "color:var(--bad)" }, lastError(j)), el("td", { class: "nowrap" }, when(j.finished_at)),
+    el("td", { class: "num nowrap" }, can("operate") ? [el("button", { type: "button", "data-retry": j.id,
+      onclick: (e) => act(e.target, `/api/dead-letters/${j.id}/retry`, `job ${j.id} queued again`) }, "Retry"), " ",
+      el("button", { type: "button", class: "danger", "data-dismiss": j.id, onclick: (e) => dismiss(e, j) }, "Dismiss")] : "")))
+    : [emptyRow(9, "No dead letters match. Everything either ran or is still trying.")]);
   fill($("replays"), replays.length ? replays.map((r) => el("tr", {}, el("td", { class: "num" }, r.id),
     el("td", { class: "nowrap" }, when(r.created_at)), el("td", { class: "trunc" }, r.principal), el("td", { class: "trunc" }, r.reason),
-    el("td", { class: "trunc mono" }, JSON.stringify(r.selection)), el("td", { class: "num" }, r.count),
+    el("td", { class: "trunc mono grow" }, JSON.stringify(r.selection)), el("td", { class: "num" }, r.count),
     el("td", { class: "num" }, r.rate ? r.rate + "/s" : "–")))
     : [emptyRow(7, "No replays yet.")]);
 };
@@ -486,10 +651,14 @@ pages.workers = async () => {
     el("div", { class: "label" }, "Leader · " + l.name), el("div", { class: "value mono", style: "font-size:15px;margin-top:6px;overflow-wrap:anywhere" }, l.leader),
     el("div", { class: "hint" }, l.live ? `elected ${ago(l.elected_at)} · lease ${ago(l.expires_at)}` : "lease expired")))
     : [el("div", { class: "card" }, el("div", { class: "label" }, "Leader"), el("div", { class: "hint" }, "No leader elected: no worker is running maintenance."))]);
-  fill($("workers"), data.workers.length ? data.workers.map((w) => el("tr", {},
-    el("td", { class: "mono" }, w.worker), el("td", {}, w.leader_of.length ? badge("leader") : ""),
-    el("td", { class: "num" }, w.running), el("td", {}, w.queues.join(", ")), el("td", {}, when(w.last_seen))))
-    : [emptyRow(5, "No worker started a job in the last 10 minutes.")]);
+  fill($("workers"), data.workers.length ? data.workers.map((w) => el("tr", { "data-worker": w.worker },
+    el("td", { class: "mono" }, w.worker),
+    el("td", {}, w.leader_of.length ? [badge("leader"), el("span", { class: "muted" }, " " + w.leader_of.join(", "))] : "worker"),
+    el("td", {}, w.queues.join(", ") || "—"), el("td", { class: "mono" }, (w.capabilities || []).join(", ")),
+    el("td", { class: "num" }, w.running),
+    el("td", { class: "nowrap" }, w.last_heartbeat ? when(w.last_heartbeat) : el("span", { class: "muted", title: "no heartbeat row: an older worker, or one that stopped" }, "none")),
+    el("td", { class: "nowrap" }, when(w.last_seen))))
+    : [emptyRow(7, "No live worker: none keeps a heartbeat row, and none started a job in the last 10 minutes.")]);
 };
 
 pages.tokens = async () => {
@@ -532,13 +701,20 @@ pages.batches = async () => {
   if (unchanged("batches", list)) return;
   fill($("batches"), list.length ? list.map((b) => el("tr", {},
     el("td", { class: "num" }, refLink("/batches", b.id, "#" + b.id)), el("td", {}, b.name ? refLink("/batches", b.name, b.name) : "—"),
-    el("td", { class: "trunc" }, b.task), el("td", {}, badge(b.state)),
+    el("td", { class: "trunc" }, b.task), el("td", {}, badge(b.state), backoff(b, true)),
     el("td", { style: "min-width:180px" }, progress([[b.succeeded, "#16a34a", "succeeded"], [b.active, "#7c3aed", "active"]], b.completions),
       el("div", { class: "muted", style: "font-size:12px" }, `${b.succeeded} / ${b.completions}`)),
     el("td", { class: "num" }, b.active), el("td", { class: "num" }, b.failed),
     el("td", { class: "nowrap" }, when(b.start_time)), el("td", { class: "nowrap" }, when(b.finished_at))))
     : [emptyRow(9, "No batches yet: start one with app.batch(...).")]);
 };
+
+// A batch waiting out its back-off after a failure says when it starts jobs again.
+function backoff(b, short) {
+  if (!b.backoff_until || new Date(b.backoff_until) <= Date.now()) return null;
+  const text = short ? `next run ${ago(b.backoff_until)}` : `backing off after ${b.failed} failed attempt${b.failed === 1 ? "" : "s"}: next run ${ago(b.backoff_until)}`;
+  return el("div", { class: "muted backoff", style: "font-size:12px", title: fmt(b.backoff_until) }, text);
+}
 
 pages.batch = async () => {
   const b = await api("/api/batches/" + encodeURIComponent(PARAMS.ref));
@@ -547,6 +723,7 @@ pages.batch = async () => {
   $("subtitle").textContent = b.task;
   fill($("progress"), Array.from(progress([[b.succeeded, "#16a34a", "succeeded"], [b.active, "#7c3aed", "active"]], b.completions).childNodes));
   $("progress-text").textContent = `${b.succeeded} of ${b.completions} succeeded · ${b.active} active · ${b.failed} failed attempts` + (b.message ? ` · ${b.reason}: ${b.message}` : "");
+  fill($("backoff"), backoff(b, false));
   fill($("facts"), [["Mode", b.mode], ["Queue", b.queue], ["Parallelism", b.parallelism], ["Created", fmt(b.created_at)],
     ["Started", fmt(b.start_time)], ["Completed", fmt(b.completion_time)], ["Condition", b.condition || "—"],
   ].flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
@@ -557,7 +734,7 @@ pages.batch = async () => {
   fill($("jobs"), jobs.length ? jobs.map((j) => el("tr", {}, el("td", { class: "num" }, jobLink(j.id)),
     el("td", { class: "num" }, j.meta && j.meta.batch && j.meta.batch.index !== undefined ? j.meta.batch.index : "—"), el("td", {}, badge(j.state)),
     el("td", { class: "num" }, `${j.attempt}/${j.max_attempts}`), el("td", { class: "trunc mono" }, argsText(j.args)),
-    el("td", { class: "trunc", style: "color:var(--bad)" }, lastError(j)), el("td", { class: "nowrap" }, when(j.finished_at))))
+    el("td", { class: "trunc grow", style: "color:var(--bad)" }, lastError(j)), el("td", { class: "nowrap" }, when(j.finished_at))))
     : [emptyRow(7, "No jobs started yet.")]);
   const op = can("operate") && !b.condition;
   const base = "/api/batches/" + b.id;
@@ -657,13 +834,18 @@ pages.workflow = async () => {
   $("wf-error").textContent = w.error || "";
   drawDag($("graph"), w.steps);
   fill($("steps"), w.steps.map((st) => el("tr", { "data-step": st.name },
-    el("td", {}, el("b", {}, st.name)), el("td", { class: "trunc" }, st.task), el("td", {}, badge(st.state)),
-    el("td", {}, (st.after || []).join(", ") || "—"),
-    el("td", {}, (st.jobs || []).slice(0, 6).map((j) => j.job_id ? el("span", { style: "margin-right:6px" }, jobLink(j.job_id)) : ""), (st.jobs || []).length > 6 ? `+${st.jobs.length - 6}` : ""),
-    el("td", { class: "trunc mono", style: st.error ? "color:var(--bad)" : "" }, st.error || (st.result === null || st.result === undefined ? "" : JSON.stringify(st.result))),
+    // The step's task under its name: one column less, so the row fits a laptop screen.
+    el("td", { title: `${st.name} (${st.task})` }, el("div", { class: "clip", style: "max-width:220px" }, el("b", {}, st.name)),
+      el("div", { class: "clip muted", style: "max-width:220px;font-size:12.5px" }, st.task)),
+    el("td", {}, badge(st.state)),
+    el("td", { class: "trunc", style: "max-width:160px" }, (st.after || []).join(", ") || "—"),
+    // The first jobs, then how many more: spaces between them let the cell wrap.
+    el("td", { class: "jobs" }, (st.jobs || []).filter((j) => j.job_id).slice(0, 4).flatMap((j) => [jobLink(j.job_id), " "]),
+      (st.jobs || []).length > 4 ? el("span", { class: "muted" }, `+${st.jobs.length - 4}`) : ""),
+    el("td", { class: "trunc mono grow", style: st.error ? "color:var(--bad)" : "" }, st.error || (st.result === null || st.result === undefined ? "" : JSON.stringify(st.result))),
     el("td", { class: "nowrap" }, when(st.finished_at)),
     el("td", { class: "num" }, can("operate") && st.state === "failed" ? el("button", { type: "button",
-      onclick: (e) => act(e.target, `/api/workflows/${w.id}/steps/${encodeURIComponent(st.name)}/retry`, `${st.name} retried`) }, "Retry step") : ""))));
+      "data-retry-step": st.name, onclick: (e) => act(e.target, `/api/workflows/${w.id}/steps/${encodeURIComponent(st.name)}/retry`, `${st.name} retried`) }, "Retry step") : ""))));
   $("cancel").hidden = !can("operate") || w.state !== "running";
   $("cancel").onclick = (e) => act(e.target, `/api/workflows/${w.id}/cancel`, "workflow cancelled");
 };
@@ -692,7 +874,7 @@ pages.sagas = async () => {
     return el("tr", {}, el("td", { class: "mono" }, refLink("/sagas", s.key, s.key)), el("td", {}, s.saga), el("td", {}, badge(s.status)),
       el("td", {}, s.step || "—"),
       el("td", {}, el("span", { class: "dots" }, s.steps.map((n) => el("i", { title: `${n}: ${st[n]}`, class: "s-" + st[n] }))), el("span", { class: "muted", style: "margin-left:8px;font-size:12px" }, `${done}/${s.steps.length}`)),
-      el("td", { class: "trunc", style: "color:var(--bad)" }, s.error || ""), el("td", { class: "nowrap" }, when(s.updated_at)));
+      el("td", { class: "trunc grow", style: "color:var(--bad)" }, s.error || ""), el("td", { class: "nowrap" }, when(s.updated_at)));
   }) : [emptyRow(7, "No sagas yet.")]);
 };
 
@@ -704,11 +886,16 @@ pages.saga = async () => {
   $("saga-error").hidden = !s.error;
   $("saga-error").textContent = s.error || "";
   const st = sagaSteps(s);
+  // Each step links to the jobs that ran it (and its compensation), newest last.
+  const jobsOf = {};
+  for (const h of s.history) if (h.step && h.job_id) (jobsOf[h.step] = jobsOf[h.step] || []).includes(h.job_id) || jobsOf[h.step].push(h.job_id);
+  if (s.step && s.job_id) (jobsOf[s.step] = jobsOf[s.step] || []).includes(s.job_id) || jobsOf[s.step].push(s.job_id);
   fill($("stepper"), s.steps.map((n, i) => el("li", { class: "s-" + st[n], "data-step": n },
-    el("span", { class: "dot" }, String(i + 1)), el("div", {}, el("b", {}, n), el("div", { class: "muted" }, st[n])))));
+    el("span", { class: "dot" }, String(i + 1)), el("div", {}, el("b", {}, n), el("div", { class: "muted" }, st[n]),
+      (jobsOf[n] || []).length ? el("div", { class: "jobs" }, (jobsOf[n] || []).slice(-3).map((id) => el("span", { style: "margin-right:6px" }, jobLink(id)))) : null))));
   $("data").textContent = s.data === HIDDEN ? NOT_SHOWN : pretty(s.data);
   fill($("history"), s.history.length ? s.history.slice().reverse().map((h) => el("li", { class: /failed/.test(h.event || "") ? "failed" : /compensation_completed|aborted/.test(h.event || "") ? "compensated" : /completed/.test(h.event || "") ? "completed" : "" },
-    el("div", { class: "head" }, el("b", {}, h.event || h.status || "started"), h.step ? el("span", { class: "mono" }, h.step) : null, el("span", { class: "when" }, h.at ? fmt(h.at) : "")),
+    el("div", { class: "head" }, el("b", {}, h.event || h.status || "started"), h.step ? el("span", { class: "mono" }, h.step) : null, h.job_id ? jobLink(h.job_id) : null, el("span", { class: "when" }, h.at ? fmt(h.at) : "")),
     h.error ? el("div", { class: "err" }, h.error) : null))
     : [el("li", {}, "Started.")]);
   const op = can("operate");
@@ -717,6 +904,12 @@ pages.saga = async () => {
   $("retry").onclick = (e) => act(e.target, `/api/sagas/${encodeURIComponent(s.key)}/retry`, "retried");
   $("abort").onclick = (e) => act(e.target, `/api/sagas/${encodeURIComponent(s.key)}/abort`, "aborted: compensating", { method: "POST", json: {} });
 };
+
+// The overview and the jobs page list the latest purges and bulk cancels too.
+for (const name of ["overview", "jobs"]) {
+  const page = pages[name];
+  pages[name] = async () => { await Promise.all([page(), drawAudit()]); };
+}
 
 // --- login, navigation counters and the refresh loop --------------------------------------
 

@@ -489,7 +489,10 @@ SELECT 'queue' AS kind,
             WHEN global_limit IS NOT NULL OR rate_limit IS NOT NULL THEN 'limited'
             WHEN gated THEN 'gated' ELSE 'plain' END AS mode,
        paused,
-       EXISTS (SELECT 1 FROM rota_jobs WHERE state = 'available' AND queue = %(queue)s) AS waiting
+       -- The first job in claim order, not EXISTS: a generic plan may answer EXISTS with a
+       -- scan that stops at the first match, which reads the whole table when none waits.
+       (SELECT id FROM rota_jobs WHERE state = 'available' AND queue = %(queue)s
+        ORDER BY priority, run_at, id LIMIT 1) IS NOT NULL AS waiting
 FROM rota_queues WHERE name = %(queue)s
 -- name: job_expire_due
 -- Dead-letter waiting jobs whose start deadline passed (reason `expired`).
