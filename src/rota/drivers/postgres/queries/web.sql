@@ -51,6 +51,7 @@ SELECT p.* FROM (
                        ELSE (SELECT max(id) FROM rota_jobs) - %(scan)s::bigint END
        AND (%(task)s::text IS NULL OR j.task = %(task)s::text)
        AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+       AND (%(tenant)s::text IS NULL OR j.tenant = %(tenant)s::text)
        AND (%(text)s::text IS NULL OR strpos(lower(j.args::text), lower(%(text)s::text)) > 0)
      ORDER BY j.id DESC LIMIT %(limit)s)
     UNION ALL
@@ -61,6 +62,7 @@ SELECT p.* FROM (
                        ELSE (SELECT max(id) FROM rota_jobs) - %(scan)s::bigint END
        AND (%(task)s::text IS NULL OR j.task = %(task)s::text)
        AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+       AND (%(tenant)s::text IS NULL OR j.tenant = %(tenant)s::text)
        AND (%(text)s::text IS NULL OR strpos(lower(j.args::text), lower(%(text)s::text)) > 0)
      ORDER BY j.id DESC LIMIT %(limit)s)
     UNION ALL
@@ -71,6 +73,7 @@ SELECT p.* FROM (
                        ELSE (SELECT max(id) FROM rota_jobs) - %(scan)s::bigint END
        AND (%(task)s::text IS NULL OR j.task = %(task)s::text)
        AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+       AND (%(tenant)s::text IS NULL OR j.tenant = %(tenant)s::text)
        AND (%(text)s::text IS NULL OR strpos(lower(j.args::text), lower(%(text)s::text)) > 0)
      ORDER BY j.id DESC LIMIT %(limit)s)
     UNION ALL
@@ -81,6 +84,7 @@ SELECT p.* FROM (
                        ELSE (SELECT max(id) FROM rota_jobs) - %(scan)s::bigint END
        AND (%(task)s::text IS NULL OR j.task = %(task)s::text)
        AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+       AND (%(tenant)s::text IS NULL OR j.tenant = %(tenant)s::text)
        AND (%(text)s::text IS NULL OR strpos(lower(j.args::text), lower(%(text)s::text)) > 0)
      ORDER BY j.id DESC LIMIT %(limit)s)
     UNION ALL
@@ -91,6 +95,7 @@ SELECT p.* FROM (
                        ELSE (SELECT max(id) FROM rota_jobs) - %(scan)s::bigint END
        AND (%(task)s::text IS NULL OR j.task = %(task)s::text)
        AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+       AND (%(tenant)s::text IS NULL OR j.tenant = %(tenant)s::text)
        AND (%(text)s::text IS NULL OR strpos(lower(j.args::text), lower(%(text)s::text)) > 0)
      ORDER BY j.id DESC LIMIT %(limit)s)
     UNION ALL
@@ -101,6 +106,7 @@ SELECT p.* FROM (
                        ELSE (SELECT max(id) FROM rota_jobs) - %(scan)s::bigint END
        AND (%(task)s::text IS NULL OR j.task = %(task)s::text)
        AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+       AND (%(tenant)s::text IS NULL OR j.tenant = %(tenant)s::text)
        AND (%(text)s::text IS NULL OR strpos(lower(j.args::text), lower(%(text)s::text)) > 0)
      ORDER BY j.id DESC LIMIT %(limit)s)
     UNION ALL
@@ -112,6 +118,7 @@ SELECT p.* FROM (
                        ELSE (SELECT max(id) FROM rota_jobs) - %(scan)s::bigint END
        AND (%(task)s::text IS NULL OR j.task = %(task)s::text)
        AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+       AND (%(tenant)s::text IS NULL OR j.tenant = %(tenant)s::text)
        AND (%(text)s::text IS NULL OR strpos(lower(j.args::text), lower(%(text)s::text)) > 0)
      ORDER BY j.id DESC LIMIT %(limit)s)
 ) AS p
