@@ -57,6 +57,7 @@ SELECT p.* FROM (
                        ELSE (SELECT max(id) FROM rota_jobs) - %(scan)s::bigint END
        AND (%(task)s::text IS NULL OR j.task = %(task)s::text)
        AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+       AND (%(tenant)s::text IS NULL OR j.tenant = %(tenant)s::text)
        AND (%(text)s::text IS NULL OR strpos(lower(j.args::text), lower(%(text)s::text)) > 0)
      ORDER BY j.id DESC LIMIT %(limit)s)
     UNION ALL
@@ -67,6 +68,7 @@ SELECT p.* FROM (
                        ELSE (SELECT max(id) FROM rota_jobs) - %(scan)s::bigint END
        AND (%(task)s::text IS NULL OR j.task = %(task)s::text)
        AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+       AND (%(tenant)s::text IS NULL OR j.tenant = %(tenant)s::text)
        AND (%(text)s::text IS NULL OR strpos(lower(j.args::text), lower(%(text)s::text)) > 0)
      ORDER BY j.id DESC LIMIT %(limit)s)
     UNION ALL
@@ -77,6 +79,7 @@ SELECT p.* FROM (
                        ELSE (SELECT max(id) FROM rota_jobs) - %(scan)s::bigint END
        AND (%(task)s::text IS NULL OR j.task = %(task)s::text)
        AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+       AND (%(tenant)s::text IS NULL OR j.tenant = %(tenant)s::text)
        AND (%(text)s::text IS NULL OR strpos(lower(j.args::text), lower(%(text)s::text)) > 0)
      ORDER BY j.id DESC LIMIT %(limit)s)
     UNION ALL
@@ -87,6 +90,7 @@ SELECT p.* FROM (
                        ELSE (SELECT max(id) FROM rota_jobs) - %(scan)s::bigint END
        AND (%(task)s::text IS NULL OR j.task = %(task)s::text)
        AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+       AND (%(tenant)s::text IS NULL OR j.tenant = %(tenant)s::text)
        AND (%(text)s::text IS NULL OR strpos(lower(j.args::text), lower(%(text)s::text)) > 0)
      ORDER BY j.id DESC LIMIT %(limit)s)
     UNION ALL
@@ -97,6 +101,7 @@ SELECT p.* FROM (
                        ELSE (SELECT max(id) FROM rota_jobs) - %(scan)s::bigint END
        AND (%(task)s::text IS NULL OR j.task = %(task)s::text)
        AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+       AND (%(tenant)s::text IS NULL OR j.tenant = %(tenant)s::text)
        AND (%(text)s::text IS NULL OR strpos(lower(j.args::text), lower(%(text)s::text)) > 0)
      ORDER BY j.id DESC LIMIT %(limit)s)
     UNION ALL
@@ -107,6 +112,7 @@ SELECT p.* FROM (
                        ELSE (SELECT max(id) FROM rota_jobs) - %(scan)s::bigint END
        AND (%(task)s::text IS NULL OR j.task = %(task)s::text)
        AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+       AND (%(tenant)s::text IS NULL OR j.tenant = %(tenant)s::text)
        AND (%(text)s::text IS NULL OR strpos(lower(j.args::text), lower(%(text)s::text)) > 0)
      ORDER BY j.id DESC LIMIT %(limit)s)
     UNION ALL
@@ -118,6 +124,7 @@ SELECT p.* FROM (
                        ELSE (SELECT max(id) FROM rota_jobs) - %(scan)s::bigint END
        AND (%(task)s::text IS NULL OR j.task = %(task)s::text)
        AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+       AND (%(tenant)s::text IS NULL OR j.tenant = %(tenant)s::text)
        AND (%(text)s::text IS NULL OR strpos(lower(j.args::text), lower(%(text)s::text)) > 0)
      ORDER BY j.id DESC LIMIT %(limit)s)
 ) AS p

@@ -46,6 +46,8 @@ SELECT * FROM (
         WHERE :id IS NULL AND :key IS NULL
           AND (:task IS NULL OR task = :task)
           AND (:queue IS NULL OR queue = :queue)
+  AND (:tenant IS NULL OR tenant = :tenant)
+          AND (:tenant IS NULL OR tenant = :tenant)
           AND (:states = '[]' OR state IN (SELECT value FROM json_each(:states)))
           AND (:text IS NULL OR instr(lower(args), lower(:text)) > 0)
           AND id < COALESCE(:before_id, 9223372036854775807)
@@ -58,6 +60,7 @@ WHERE id < COALESCE(:before_id, 9223372036854775807)
   AND (:key IS NULL OR key = :key)
   AND (:task IS NULL OR task = :task)
   AND (:queue IS NULL OR queue = :queue)
+  AND (:tenant IS NULL OR tenant = :tenant)
   AND (:states = '[]' OR state IN (SELECT value FROM json_each(:states)))
   AND (:text IS NULL OR instr(lower(args), lower(:text)) > 0)
 ORDER BY id DESC
