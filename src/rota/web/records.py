@@ -8,6 +8,7 @@ from datetime import datetime
 
 # Jobs a search by task name or by text in the arguments looks through, newest first: an
 # id or a key is found at any age through its index, the rest only this far back (#23).
+# PostgreSQL's web_job_search repeats the number as a literal LIMIT, for the planner.
 SEARCH_SCAN = 50_000
 
 
