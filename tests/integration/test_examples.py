@@ -76,7 +76,9 @@ def test_doc_page_code_runs(page: Path, tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ROTA_DATABASE_URL", raising=False)
     # "__main__": as its reader runs it (python page.py), so nothing may depend on the
-    # test module's name.
+    # test module's name. A script run that way has no module spec; pytest started as
+    # `python -m pytest` (as `make test` does) would otherwise lend it "pytest.__main__".
+    monkeypatch.setattr(sys.modules["__main__"], "__spec__", None, raising=False)
     namespace: dict[str, object] = {"__name__": "__main__"}
     checks = 0
     try:
