@@ -82,6 +82,7 @@ class Elector:
     def resign(self) -> None:
         if self._leading:
             self._leading = False
+            log.info("worker %s lost leadership (resigned)", self.worker_id)
             self.driver.leader_resign(LEADER_NAME, self.worker_id)
 
     async def run(self, db: DbCall, stop: asyncio.Event) -> None:
@@ -97,7 +98,9 @@ class Elector:
             except Exception as exc:
                 # Without the database we cannot prove leadership, so stop acting as leader.
                 # The next try keeps the pace: a leader that backed off would lose its term.
-                self._leading = False
+                if self._leading:
+                    self._leading = False
+                    log.info("worker %s lost leadership", self.worker_id)
                 log_failure(log, "leader election", exc, "not leading until it succeeds")
             # Renew well inside the ttl; followers poll at the same pace.
             with contextlib.suppress(TimeoutError):
