@@ -113,6 +113,35 @@ def settle(db: Database) -> None:
         lite.close()
 
 
+def clear_queue(db: Database, queue: str = "bench") -> None:
+    """Delete the jobs of `queue` (a drained batch), so the next drain starts beside the
+    same table; `prefill` settles afterwards."""
+    sql = "DELETE FROM rota_jobs WHERE queue = %s"
+    if db.dialect == "postgres":
+        with pg_connect(db.url) as conn:
+            conn.execute(sql, (queue,))
+        return
+    lite = sqlite_connect(db.sqlite_path)
+    try:
+        lite.execute(sql.replace("%s", "?"), (queue,))
+    finally:
+        lite.close()
+
+
+def checkpoint(db: Database) -> None:
+    """Write out what the server (or the WAL file) still holds of a bulk fill. On
+    PostgreSQL CHECKPOINT needs a superuser or pg_checkpoint; without it the server's own
+    schedule has to do."""
+    if db.dialect == "postgres":
+        with (
+            pg_connect(db.url) as conn,
+            contextlib.suppress(psycopg.errors.InsufficientPrivilege),
+        ):
+            conn.execute("CHECKPOINT")
+        return
+    settle(db)
+
+
 def state_counts(db: Database) -> dict[str, int]:
     sql = "SELECT state, count(*) FROM rota_jobs GROUP BY state"
     if db.dialect == "postgres":

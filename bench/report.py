@@ -86,6 +86,7 @@ RATIOS: dict[str, tuple[str, str]] = {
 SIZE_KEY = re.compile(r"^size_(finished|dead)_(\d+)_(\w+)$")
 SIZE_MEASURES = {
     "drain": ("drain", "jobs/s"),
+    "drain_empty": ("drain, empty table in the same rounds", "jobs/s"),
     "enqueue_single": ("enqueue, single", "jobs/s"),
     "enqueue_bulk": ("enqueue, bulk", "jobs/s"),
     "latency_p50": ("latency p50", "ms"),
@@ -105,9 +106,10 @@ def add_ratios(values: dict[str, float]) -> None:
         if not found or key.endswith("_ratio"):
             continue
         _, n, measure = found.groups()
-        if measure.startswith("read_"):
+        if measure.startswith("read_") or measure == "drain_empty":
             continue  # a read's time is compared with its target, not with the empty table
-        empty = values.get(f"size_finished_0_{measure}")
+        # The drain is compared with its own paired drains on an empty table, when it has them.
+        empty = values.get(f"{key}_empty") or values.get(f"size_finished_0_{measure}")
         if int(n) > 0 and empty:
             values[f"{key}_ratio"] = values[key] / empty
 

@@ -26,7 +26,16 @@ from rich.console import Console
 import rota
 from bench import cli, features, peers, raw, reads, report, rota_runs, sizes, tasks
 from bench.child import run_in_child
-from bench.db import BenchError, Database, check_drained, fresh_database, prefill, server_version
+from bench.db import (
+    BenchError,
+    Database,
+    check_drained,
+    checkpoint,
+    clear_queue,
+    fresh_database,
+    prefill,
+    server_version,
+)
 
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 SCENARIOS = ("enqueue", "drain", "latency", "features", "sizes", "idle")
@@ -124,6 +133,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "short for --only sizes --finished ...",
     )
     parser.add_argument(
+        "--size-rounds",
+        type=int,
+        default=None,
+        help="drains beside each size, each paired with one on an empty table (3; --quick 1)",
+    )
+    parser.add_argument(
         "--idle-seconds", type=float, default=None, help="idle-cost window (10; --quick 3)"
     )
     parser.add_argument(
@@ -174,6 +189,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.single = args.single or max(100, args.jobs // 10)
     args.samples = args.samples or (50 if quick else 300)
     args.idle_seconds = args.idle_seconds or (3.0 if quick else 10.0)
+    args.size_rounds = args.size_rounds or (1 if quick else 3)
     if args.quiet_wait is None:
         args.quiet_wait = 0.0 if quick else 20.0
     if args.measure_wait is None:
@@ -185,7 +201,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.finished = (
         finished if args.finished else list(QUICK_FINISHED if quick else DEFAULT_FINISHED)
     )
-    for name in ("jobs", "runs", "single", "samples"):
+    for name in ("jobs", "runs", "single", "samples", "size_rounds"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1")
     for name in ("concurrency", "processes"):
@@ -518,15 +534,24 @@ class Bench:
         self, dialect: str, values: dict[str, float], variant: str, n: int, samples: int
     ) -> None:
         key = f"size_{variant}_{n}"
-        with self.database(dialect) as db:
+        with contextlib.ExitStack() as stack:
+            db = stack.enter_context(self.database(dialect))
             took = sizes.fill(db, n, variant)
             # What the dashboard and a scrape cost beside them, before any work is queued.
             values.update({f"{key}_{k}": v for k, v in reads.read_times(db).items()})
-            prefill(db, tasks.NOOP_ASYNC, self.args.jobs)
-            self.quiet(values, key)
-            result = self._cli(db)
-            values[f"{key}_drain"] = self.args.jobs / result["elapsed"]
+            if n == 0:
+                prefill(db, tasks.NOOP_ASYNC, self.args.jobs)
+                self.quiet(values, key)
+                values[f"{key}_drain"] = self.args.jobs / self._cli(db)["elapsed"]
+            else:
+                empty = stack.enter_context(self.database(dialect))
+                self.paired_drains(values, key, db, empty)
             text = f"drain {values[f'{key}_drain']:,.0f} jobs/s"
+            if f"{key}_drain_empty" in values:
+                text += (
+                    f" ({values[f'{key}_drain'] / values[f'{key}_drain_empty']:.0%} of "
+                    f"{values[f'{key}_drain_empty']:,.0f} on an empty table, same rounds)"
+                )
             if variant == "finished":  # the dead-letter variant measures the drain only
                 values[f"{key}_enqueue_single"] = rota_runs.enqueue_single(db, self.args.single)
                 values[f"{key}_enqueue_bulk"] = rota_runs.enqueue_bulk(db, self.args.jobs)
@@ -542,6 +567,26 @@ class Bench:
         slowest = max(reads.READS, key=lambda r: values[f"{key}_read_{r}"])
         text += f", slowest read {slowest} {values[f'{key}_read_{slowest}']:.1f} ms"
         self.note(dialect, f"{n:,} {variant} (fill {took:.0f}s)", text)
+
+    def paired_drains(
+        self, values: dict[str, float], key: str, full: Database, empty: Database
+    ) -> None:
+        """Drains beside the filled table, each next to one on an empty table of its own
+        (alternating which goes first), `--size-rounds` pairs: medians of each side, so
+        the ratio compares runs minutes apart, not a whole run apart. The fill's own
+        write-ahead log is checkpointed first: a system that grew to N rows over days is
+        not in the middle of writing them out."""
+        checkpoint(full)
+        drains: dict[str, list[float]] = {"full": [], "empty": []}
+        for round_ in range(self.args.size_rounds):
+            order = [("full", full), ("empty", empty)]
+            for side, db in order if round_ % 2 == 0 else order[::-1]:
+                clear_queue(db)
+                prefill(db, tasks.NOOP_ASYNC, self.args.jobs)
+                self.quiet(values, f"{key}_{side}")
+                drains[side].append(self.args.jobs / self._cli(db)["elapsed"])
+        values[f"{key}_drain"] = statistics.median(drains["full"])
+        values[f"{key}_drain_empty"] = statistics.median(drains["empty"])
 
     def idle(self, dialect: str, values: dict[str, float]) -> None:
         with self.database(dialect) as db:

@@ -37,6 +37,18 @@ def test_a_missing_or_zero_denominator_gives_no_ratio() -> None:
     assert "ratio_cli_pgqueuer" not in values
 
 
+def test_a_drain_with_paired_empty_drains_is_compared_with_those() -> None:
+    values = run(
+        size_finished_0_drain=20_000,
+        size_dead_1000000_drain=9_000,
+        size_dead_1000000_drain_empty=10_000,
+    )
+    assert values["size_dead_1000000_drain_ratio"] == pytest.approx(0.9)
+    assert "size_dead_1000000_drain_empty_ratio" not in values
+    lines = report.markdown({"medians": {"postgres": values}})
+    assert "empty table in the same rounds" in lines
+
+
 def test_sizes_are_compared_with_the_empty_table_of_the_same_run() -> None:
     values = run(
         size_finished_0_drain=5_000,
