@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 import psycopg
 import pytest
@@ -21,6 +20,7 @@ from rota.ops.store import OpsStore
 from rota.routing.store import RoutingStore
 from rota.web.records import JobSearch
 from rota.web.store import WebStore
+from tests.drivers.plans import Table, assert_bounded, cached_plans, watched
 
 FINISHED = 200_000
 RUNNING = 2_500
@@ -38,16 +38,6 @@ MAX_ROWS_READ = 2_000
 # the finished ones.
 COUNTING_CLAIMS = {"job_claim_limited", "job_claim_fair"}
 MAX_ROWS_READ_COUNTING = 10_000
-
-_SCAN = re.compile(r"on rota_jobs\b.*\(actual time=[\d.]+\.\.[\d.]+ rows=(\d+) loops=(\d+)\)")
-_REMOVED = re.compile(r"Rows Removed by (?:Filter|Index Recheck): (\d+)")
-
-
-@dataclass
-class Table:
-    app: rota.App
-    plans: list[str]
-    running: list[tuple[int, str]]
 
 
 @pytest.fixture
@@ -102,42 +92,8 @@ def table(pg_url: str) -> Iterator[Table]:
                 "SELECT id, lease_token FROM rota_jobs WHERE state = 'running' ORDER BY id"
             )
         ]
-    app = rota.App(pg_url, pool_size=1)  # one connection: the one auto_explain watches
-    plans: list[str] = []
-    with app.driver.database.connection() as conn:
-        conn.add_notice_handler(lambda diag: plans.append(diag.message_primary or ""))
-        conn.execute("LOAD 'auto_explain'")
-        for setting in (
-            "auto_explain.log_min_duration = 0",
-            "auto_explain.log_nested_statements = on",
-            "auto_explain.log_analyze = on",
-            "auto_explain.log_level = notice",
-            "client_min_messages = notice",
-        ):
-            conn.execute(f"SET {setting}".encode())
-    try:
-        yield Table(app, plans, running)
-    finally:
-        app.close()
-
-
-def rows_read(plan: str) -> int:
-    """Rows the plan's nodes on rota_jobs produced or filtered away, over all loops."""
-    total = 0
-    lines = plan.splitlines()
-    for i, line in enumerate(lines):
-        scan = _SCAN.search(line)
-        if scan is None:
-            continue
-        rows, loops = int(scan[1]), int(scan[2])
-        removed = 0
-        for detail in lines[i + 1 : i + 6]:
-            if "->" in detail:
-                break
-            if match := _REMOVED.search(detail):
-                removed += int(match[1])
-        total += (rows + removed) * loops
-    return total
+    with watched(pg_url, running) as table:
+        yield table
 
 
 def _calls(table: Table) -> dict[str, Callable[[int], object]]:
@@ -183,16 +139,10 @@ def test_hot_statements_read_a_bounded_number_of_rows_beside_200k_finished_jobs(
     with table.app.driver.database.connection() as conn:
         conn.execute(f"SET plan_cache_mode = {plan_cache_mode}".encode())
     for name, call in _calls(table).items():
-        for n in range(7):  # prepared after the fifth; the seventh runs the cached plan
-            del table.plans[:]
-            call(n)
-        plans = [p for p in table.plans if "rota_jobs" in p]
+        plans = cached_plans(table, call)
         assert plans, f"{name}: no plan was logged"
         bound = MAX_ROWS_READ_COUNTING if name in COUNTING_CLAIMS else MAX_ROWS_READ
-        for plan in plans:
-            assert "Seq Scan on rota_jobs" not in plan, f"{name} scans the table:\n{plan}"
-            read = rows_read(plan)
-            assert read <= bound, f"{name} read {read} rows of rota_jobs:\n{plan}"
+        assert_bounded(name, plans, bound)
 
 
 _INDEX_USE = re.compile(

@@ -20,6 +20,7 @@ from psycopg import sql
 import rota
 from rota.k8s import RenderSettings, Signal, WorkerGroup, documents, keda_query
 from tests.conftest import PG_URL
+from tests.drivers.plans import log_plans
 from tests.drivers.test_keda_signals import populate
 
 pytestmark = pytest.mark.postgres
@@ -182,16 +183,7 @@ def test_the_counts_are_index_only_on_a_big_table(pg_app: rota.App, pg_url: str)
             assert time.monotonic() < deadline, f"only {visible} of {pages} pages all-visible"
             time.sleep(0.2)
         plans: list[str] = []
-        conn.add_notice_handler(lambda diag: plans.append(diag.message_primary or ""))
-        conn.execute("LOAD 'auto_explain'")
-        for setting in (
-            "auto_explain.log_min_duration = 0",
-            "auto_explain.log_nested_statements = on",
-            "auto_explain.log_analyze = on",
-            "auto_explain.log_level = notice",
-            "client_min_messages = notice",
-        ):
-            conn.execute(f"SET {setting}".encode())
+        log_plans(conn, plans)
         backlog, running = conn.execute(
             "SELECT rota_keda_backlog('q'), rota_keda_running('q')"
         ).fetchone()  # type: ignore[misc]

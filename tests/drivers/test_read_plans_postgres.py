@@ -18,7 +18,7 @@ from rota.observe.cluster import ClusterCollector
 from rota.observe.store import MetricsStore
 from rota.web.records import SEARCH_SCAN, JobSearch
 from rota.web.store import WebStore
-from tests.drivers.test_hot_plans_postgres import Table, rows_read
+from tests.drivers.plans import Table, assert_bounded, cached_plans, watched
 
 FINISHED = 100_000
 # Rows of rota_jobs one read may touch (a tenth of the table): a page from an index, the
@@ -67,23 +67,8 @@ def table(pg_url: str) -> Iterator[Table]:
             (),
         )
         conn.execute("VACUUM (ANALYZE) rota_jobs")
-    app = rota.App(pg_url, pool_size=1)  # one connection: the one auto_explain watches
-    plans: list[str] = []
-    with app.driver.database.connection() as conn:
-        conn.add_notice_handler(lambda diag: plans.append(diag.message_primary or ""))
-        conn.execute("LOAD 'auto_explain'")
-        for setting in (
-            "auto_explain.log_min_duration = 0",
-            "auto_explain.log_nested_statements = on",
-            "auto_explain.log_analyze = on",
-            "auto_explain.log_level = notice",
-            "client_min_messages = notice",
-        ):
-            conn.execute(f"SET {setting}".encode())
-    try:
-        yield Table(app, plans, [])
-    finally:
-        app.close()
+    with watched(pg_url) as table:
+        yield table
 
 
 def _reads(table: Table) -> dict[str, Callable[[], object]]:
@@ -134,15 +119,9 @@ def test_every_dashboard_and_metrics_read_uses_an_index_beside_100k_finished_job
     with table.app.driver.database.connection() as conn:
         conn.execute(f"SET plan_cache_mode = {plan_cache_mode}".encode())
     for name, call in _reads(table).items():
-        for _ in range(7):  # prepared after the fifth; the seventh runs the cached plan
-            del table.plans[:]
-            call()
-        plans = [p for p in table.plans if "rota_jobs" in p]
+        plans = cached_plans(table, lambda _, call=call: call())
         bound = SEARCH_SCAN + MAX_ROWS_READ if name in BOUNDED_SCANS else MAX_ROWS_READ
-        for plan in plans:
-            assert "Seq Scan on rota_jobs" not in plan, f"{name} scans the table:\n{plan}"
-            read = rows_read(plan)
-            assert read <= bound, f"{name} read {read} rows of rota_jobs:\n{plan}"
+        assert_bounded(name, plans, bound)
 
 
 def test_the_counts_follow_every_change_and_survive_the_fold(pg_url: str) -> None:

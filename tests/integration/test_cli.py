@@ -484,3 +484,23 @@ def test_worker_refuses_bad_options_before_starting(
     result = run("worker", *options)
     assert result.exit_code == 2
     assert message in error_text(result)
+
+
+def test_worker_processes_pass_each_deadline_given_on_to_their_children(
+    run: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rota.cli.worker
+
+    children: list[list[str]] = []
+    monkeypatch.setattr(
+        rota.cli.worker, "supervise", lambda argv, processes: children.append(argv) or 0
+    )
+    given = ["--db-detect-timeout", "3.0", "--lease-margin", "0.5", "--db-statement-timeout", "0"]
+    result = run("worker", "--app", APP, "--processes", "2", *given)
+    assert result.exit_code == 0, result.output
+    (argv,) = children
+    passed = argv[argv.index("--exit-when-hung") + 1 :]
+    # In the table's order; those not given are left to each child's default.
+    assert passed == [
+        "--lease-margin", "0.5", "--db-statement-timeout", "0.0", "--db-detect-timeout", "3.0"
+    ]  # fmt: skip

@@ -9,13 +9,56 @@ import sys
 
 import click
 
-from rota.cli.common import app_options, database_url_file, fail, load_app
+from rota.cli.common import F, app_options, database_url_file, fail, load_app
 from rota.errors import ConfigurationError, SchemaError
 from rota.ops.retention import parse_retention
 from rota.settings import parse_queues
 from rota.telemetry.logging import configure
 from rota.worker import Worker, WorkerSettings
 from rota.worker.supervisor import EXIT_SCHEMA, REQUESTS, supervise
+
+# Deadlines that default to a share of --lease (WorkerSettings works each out when it is
+# not given): (option, least value, help). Each is a click option, a WorkerSettings field
+# of the same name, and under --processes an option passed on to every child.
+_DEADLINES: tuple[tuple[str, float, str], ...] = (
+    (
+        "--lease-margin",
+        0.01,
+        "Seconds before a lease can run out that the worker stops its job when renewals "
+        "fail (default: lease / 10).",
+    ),
+    (
+        "--db-call-timeout",
+        0.01,
+        "Seconds a database call may wait for an answer before its connection is cut "
+        "(default: lease / 3).",
+    ),
+    (
+        "--db-statement-timeout",
+        0,
+        "PostgreSQL statement_timeout of rota's statements; 0: none "
+        "(default: lease / 3, at least 5).",
+    ),
+    (
+        "--db-connect-timeout",
+        0.01,
+        "Seconds to open a connection (default: lease / 3, at least 2).",
+    ),
+    (
+        "--db-detect-timeout",
+        0.01,
+        "Seconds of silence after which a peer is dead: TCP keepalives and "
+        "tcp_user_timeout (default: lease / 3).",
+    ),
+)
+
+
+def _deadline_options(func: F) -> F:
+    """The options of _DEADLINES, in the table's order; the command takes their values
+    as `**deadlines` (click names each after its option: db_call_timeout)."""
+    for flag, least, text in reversed(_DEADLINES):
+        func = click.option(flag, type=click.FloatRange(min=least), help=text)(func)
+    return func
 
 
 @click.command()
@@ -111,35 +154,7 @@ from rota.worker.supervisor import EXIT_SCHEMA, REQUESTS, supervise
     show_default=True,
     help="Seconds a dead leader keeps its role before another worker takes over.",
 )
-@click.option(
-    "--lease-margin",
-    type=click.FloatRange(min=0.01),
-    help="Seconds before a lease can run out that the worker stops its job when renewals "
-    "fail (default: lease / 10).",
-)
-@click.option(
-    "--db-call-timeout",
-    type=click.FloatRange(min=0.01),
-    help="Seconds a database call may wait for an answer before its connection is cut "
-    "(default: lease / 3).",
-)
-@click.option(
-    "--db-statement-timeout",
-    type=click.FloatRange(min=0),
-    help="PostgreSQL statement_timeout of rota's statements; 0: none "
-    "(default: lease / 3, at least 5).",
-)
-@click.option(
-    "--db-connect-timeout",
-    type=click.FloatRange(min=0.01),
-    help="Seconds to open a connection (default: lease / 3, at least 2).",
-)
-@click.option(
-    "--db-detect-timeout",
-    type=click.FloatRange(min=0.01),
-    help="Seconds of silence after which a peer is dead: TCP keepalives and "
-    "tcp_user_timeout (default: lease / 3).",
-)
+@_deadline_options
 @click.option("--no-maintenance", is_flag=True, help="Never lead the maintenance services.")
 @click.option(
     "--no-presence",
@@ -221,12 +236,8 @@ def worker(
     retention: tuple[str, ...] = (),
     capabilities: tuple[str, ...] = (),
     exit_when_hung: bool = False,
-    lease_margin: float | None = None,
-    db_call_timeout: float | None = None,
-    db_statement_timeout: float | None = None,
-    db_connect_timeout: float | None = None,
-    db_detect_timeout: float | None = None,
     quiet_queues: tuple[str, ...] = (),
+    **deadlines: float | None,
 ) -> None:
     """Run jobs from the given queues until SIGTERM (drain) or a second SIGTERM (stop now)."""
     # A SIGTERM during start-up (Kubernetes may send one at any time) must still end in
@@ -262,12 +273,8 @@ def worker(
             metrics_host=metrics_host,
             capabilities=frozenset(capabilities),
             exit_when_hung=exit_when_hung,
-            lease_margin=lease_margin,
-            db_call_timeout=db_call_timeout,
-            db_statement_timeout=db_statement_timeout,
-            db_connect_timeout=db_connect_timeout,
-            db_detect_timeout=db_detect_timeout,
             quiet_queues=frozenset(quiet_queues),
+            **deadlines,
         )
         settings_kwargs.update(parse_retention(retention))
         WorkerSettings(**settings_kwargs)  # type: ignore[arg-type]  # validate before forking
@@ -327,13 +334,8 @@ def worker(
             os.environ["ROTA_DATABASE_URL_FILE"] = url_file
         if heartbeat is not None:
             argv += ["--heartbeat", str(heartbeat)]
-        for flag, value in (
-            ("--lease-margin", lease_margin),
-            ("--db-call-timeout", db_call_timeout),
-            ("--db-statement-timeout", db_statement_timeout),
-            ("--db-connect-timeout", db_connect_timeout),
-            ("--db-detect-timeout", db_detect_timeout),
-        ):
+        for flag, _, _ in _DEADLINES:
+            value = deadlines[flag.removeprefix("--").replace("-", "_")]
             if value is not None:
                 argv += [flag, str(value)]
         if no_maintenance:

@@ -26,6 +26,8 @@ Name = Annotated[
     str, Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$"), AfterValidator(_no_nul)
 ]
 JobId = Annotated[int, Field(ge=1, le=MAX_ID)]
+# Why an operator acts (kept in the audit log or the job's meta).
+Reason = Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_no_nul)]
 
 
 class Strict(BaseModel):
@@ -368,7 +370,7 @@ class ReplayBody(Strict):
     since: datetime | None = None
     until: datetime | None = None
     all: bool = Field(False, description="Every dead letter (needed when no filter is set).")
-    reason: Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_no_nul)]
+    reason: Reason
     rate: float | None = Field(None, gt=0, le=100_000, description="Jobs per second.")
     dry_run: bool = False
     limit: int = Field(10_000, ge=1, le=100_000)
@@ -377,7 +379,7 @@ class ReplayBody(Strict):
 
 class DismissBody(Strict):
     ids: list[JobId] = Field(min_length=1, max_length=10_000)
-    reason: Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_no_nul)]
+    reason: Reason
 
 
 class ReplayOut(BaseModel):
@@ -439,9 +441,7 @@ class FeatureQuery(Strict):
 
 
 class AbortBody(Strict):
-    reason: Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_no_nul)] = (
-        "aborted from the dashboard"
-    )
+    reason: Reason = "aborted from the dashboard"
 
 
 class BatchOut(Open):

@@ -5,16 +5,15 @@ record, listed by GET /api/audit."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import BaseModel, Field
 
 from rota.auth import Permission
 from rota.ops.bulk import MAX_BULK
 from rota.web.api import Api, Call
-from rota.web.models import JobId, Name, NamePath, Strict, Text, _no_nul
+from rota.web.models import JobId, Name, NamePath, Reason, Strict, Text
 
-Reason = Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_no_nul)]
 State = Literal["scheduled", "available", "retryable", "running"]
 
 

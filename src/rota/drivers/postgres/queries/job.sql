@@ -391,6 +391,7 @@ RETURNING *
 -- name: job_rescue_expired
 -- Return jobs whose lease expired to the queue (or dead-letter them when out of attempts).
 -- moves: running -> available, discarded, cancelled
+-- job_rescue_orphaned (presence.sql) repeats this SET list: change the two together.
 WITH expired AS (
     SELECT id FROM rota_jobs
     WHERE state = 'running' AND lease_expires_at < now()

@@ -69,6 +69,10 @@ ORDER BY p.worker
 -- or dead-letter them when out of attempts; the lease token is cleared, so a late write
 -- of the lost attempt is refused.
 -- moves: running -> available, discarded, cancelled
+-- The SET list is job_rescue_expired's (job.sql) but for the history entry's error_type
+-- and message: change the two together. An include inserts whole statements, and one
+-- statement for both would pick its rows and its message by a flag; a shared function
+-- would need a migration.
 WITH orphaned AS (
     SELECT id FROM rota_jobs
     WHERE state = 'running' AND worker = ANY (%(workers)s::text[])

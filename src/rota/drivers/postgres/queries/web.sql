@@ -45,6 +45,10 @@ LIMIT %(limit)s
 -- walking the common ones (a branch whose state is not asked for is skipped at run time);
 -- an id or a key goes through its index; text in the arguments is looked for only among
 -- the newest `scan` jobs.
+-- The state branches differ only in their state, and stay apart: PostgreSQL uses a partial
+-- index only for a state written in the statement. One branch over the states asked for
+-- (a LATERAL join over unnest(states), tried) walks the primary key down and filters, so
+-- a rare state is found only after reading past the common ones.
 SELECT p.* FROM (
     (SELECT j.* FROM rota_jobs AS j WHERE j.id = %(id)s::bigint)
     UNION ALL

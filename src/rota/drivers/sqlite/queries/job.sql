@@ -251,6 +251,7 @@ RETURNING *
 -- name: job_rescue_expired
 -- Return jobs whose lease expired to the queue (or dead-letter them when out of attempts).
 -- moves: running -> available, discarded, cancelled
+-- job_rescue_orphaned (presence.sql) repeats this SET list: change the two together.
 UPDATE rota_jobs
 SET state = CASE WHEN cancel_requested THEN 'cancelled'
                  WHEN attempt >= max_attempts THEN 'discarded'

@@ -43,6 +43,10 @@ ORDER BY worker
 -- or dead-letter them when out of attempts; the lease token is cleared, so a late write
 -- of the lost attempt is refused.
 -- moves: running -> available, discarded, cancelled
+-- The SET list is job_rescue_expired's (job.sql) but for the history entry's error_type
+-- and message: change the two together. An include inserts whole statements, and one
+-- statement for both would pick its rows and its message by a flag; a shared function
+-- would need a migration.
 UPDATE rota_jobs
 SET state = CASE WHEN cancel_requested THEN 'cancelled'
                  WHEN attempt >= max_attempts THEN 'discarded'

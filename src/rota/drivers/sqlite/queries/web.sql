@@ -46,7 +46,6 @@ SELECT * FROM (
         WHERE :id IS NULL AND :key IS NULL
           AND (:task IS NULL OR task = :task)
           AND (:queue IS NULL OR queue = :queue)
-  AND (:tenant IS NULL OR tenant = :tenant)
           AND (:tenant IS NULL OR tenant = :tenant)
           AND (:states = '[]' OR state IN (SELECT value FROM json_each(:states)))
           AND (:text IS NULL OR instr(lower(args), lower(:text)) > 0)
