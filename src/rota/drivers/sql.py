@@ -52,6 +52,17 @@ _INSERT = (
 _COMPLETION = ("id", "token", "state", "delay", "result", "entry", "refund")
 
 
+def _plain(row: JobInsert) -> bool:
+    """A job without an idempotency key, a per-job gate or a tenant (job_insert_plain)."""
+    return (
+        row.key is None
+        and row.partition_key is None
+        and row.expires_at is None
+        and row.requires is None
+        and row.tenant is None
+    )
+
+
 class SQLDriver:
     """The engine's storage on one Database. Thread-safe; every method blocks."""
 
@@ -101,6 +112,9 @@ class SQLDriver:
         db = self._database
         result: list[Job | None] = [None] * len(rows)
         if conn is None:
+            if len(rows) == 1 and _plain(rows[0]):
+                # No key: no conflict to resolve, and the one row returned is the job.
+                return [inserted_job(db.execute(*self._insert(rows))[0], rows[0], db.codec)]
             self._insert_into(db.execute(*self._insert(rows)), rows, range(len(rows)), result)
             if all(job is not None for job in result):
                 return result  # type: ignore[return-value]  # every slot is filled
@@ -164,6 +178,18 @@ class SQLDriver:
     def _insert(self, rows: Sequence[JobInsert]) -> tuple[str, dict[str, Any]]:
         """The statement inserting `rows` and its parameters (one job: scalars)."""
         c = self._database.codec
+        if len(rows) == 1 and _plain(rows[0]):
+            r = rows[0]
+            return "job_insert_plain", {
+                "j_task": r.task,
+                "j_queue": r.queue,
+                "j_args": r.args_json,
+                "j_priority": r.priority,
+                "j_max_attempts": r.max_attempts,
+                "j_at": c.time_param(r.at),
+                "j_delay": r.delay,
+                "j_meta": r.meta_json,
+            }
         values = [
             (
                 r.task,
@@ -220,7 +246,9 @@ class SQLDriver:
         them met a conflict (an existing holder, or an earlier input with the same key)."""
         c = self._database.codec
         ordered = iter(sorted(inserted, key=lambda r: int(r["id"])))
-        keyed = {(r["task"], r["key"]) for r in inserted if r["key"] is not None}
+        keyed: set[tuple[Any, Any]] = set()
+        if any(rows[i].key is not None for i in indexes):  # (job_insert_plain returns no key)
+            keyed = {(r["task"], r["key"]) for r in inserted if r["key"] is not None}
         for i in indexes:
             row = rows[i]
             if row.key is not None:

@@ -16,7 +16,7 @@ from psycopg.rows import dict_row
 from rota.drivers.adapters import plain_connection_async
 from rota.drivers.base import JobInsert
 from rota.drivers.database import Params, Row
-from rota.drivers.postgres.database import QUERIES, SCRIPTS
+from rota.drivers.postgres.database import QUERIES, SCRIPTS, has_rows
 from rota.drivers.url import DatabaseURL
 from rota.errors import ConfigurationError, DatabaseUnavailableError, SchemaError
 from rota.job import Job
@@ -38,7 +38,7 @@ class AsyncSession:
         rows: list[Row] = []
         for statement in SCRIPTS[name] if len(SCRIPTS[name]) > 1 else [QUERIES[name]]:
             await cur.execute(statement, params or {})
-            if cur.description:
+            if has_rows(cur):
                 rows.extend(await cur.fetchall())
         return rows
 

@@ -17,7 +17,7 @@ from rota.drivers import queries
 from rota.drivers.base import WakeFunc
 from rota.drivers.deadlines import Deadlines, call_deadline
 from rota.drivers.postgres.copy import PostgresCopyStore
-from rota.drivers.postgres.database import PostgresDatabase
+from rota.drivers.postgres.database import PostgresDatabase, has_rows
 from rota.drivers.postgres.deadlines import cut
 from rota.drivers.postgres.jobs import PostgresJobExtras
 from rota.drivers.postgres.presence import PostgresPresence
@@ -66,7 +66,7 @@ class PostgresDriver(PostgresJobExtras, SQLDriver):
         """Run one named statement (in autocommit) and return its rows."""
         with self._tx(single=True) as cur:
             cur.execute(_Q[name], params or {})
-            return cur.fetchall() if cur.description else []
+            return cur.fetchall() if has_rows(cur) else []
 
     # --- schema -------------------------------------------------------------------------
 

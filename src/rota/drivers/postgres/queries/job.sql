@@ -78,6 +78,25 @@ SELECT ins.*, CASE WHEN ins.state = 'available' THEN pg_notify('rota_jobs', ins.
        AS notified
 FROM ins
 
+-- name: job_insert_plain
+-- job_insert_one for the common job: no idempotency key, no per-job gate, no tenant. The
+-- statement of the raw insert plus the wake-up: no conflict arbiter, no queue upsert, and
+-- fewer parameters to send (an enqueue's client time is mostly its statement's shape).
+WITH ins AS (
+    INSERT INTO rota_jobs (task, queue, args, priority, max_attempts, run_at, meta, state)
+    SELECT %(j_task)s::text, %(j_queue)s::text, %(j_args)s::jsonb, %(j_priority)s::smallint,
+           %(j_max_attempts)s::int, t.run_at, %(j_meta)s::jsonb,
+           CASE WHEN t.run_at > now() THEN 'scheduled' ELSE 'available' END
+    FROM (SELECT COALESCE(%(j_at)s::timestamptz,
+                          now() + make_interval(secs => COALESCE(%(j_delay)s::float8, 0)))
+                 AS run_at) AS t
+    -- Only what the database drew: every value read back costs the client its parsing.
+    RETURNING id, state, run_at, created_at, queue
+)
+SELECT ins.id, ins.state, ins.run_at, ins.created_at, CASE WHEN ins.state = 'available' THEN pg_notify('rota_jobs', ins.queue) END
+       AS notified
+FROM ins
+
 -- name: job_get_by_keys
 -- The jobs holding the active (task, key) pairs whose insert met a conflict.
 SELECT j.* FROM rota_jobs j

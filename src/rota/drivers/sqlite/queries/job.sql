@@ -45,6 +45,16 @@ ON CONFLICT (name) DO UPDATE SET gated = 1, updated_at = excluded.updated_at
 -- job_insert_many for one job (a JSON array `j` of one object).
 -- include: job_insert_many
 
+-- name: job_insert_plain
+-- job_insert_one for the common job: no idempotency key, no per-job gate, no tenant. One
+-- statement with a parameter per column: no JSON to build and take apart, no queue upsert.
+INSERT INTO rota_jobs (task, queue, args, priority, max_attempts, run_at, created_at, meta, state)
+SELECT :j_task, :j_queue, :j_args, :j_priority, :j_max_attempts, t.run_at, t.now, :j_meta,
+       CASE WHEN t.run_at > t.now THEN 'scheduled' ELSE 'available' END
+FROM (SELECT n.now, COALESCE(:j_at, n.now + COALESCE(:j_delay, 0)) AS run_at
+      FROM (SELECT (julianday('now') - 2440587.5) * 86400.0 AS now) AS n) AS t
+RETURNING id, state, run_at, created_at
+
 -- name: job_get_by_keys
 -- The jobs holding the active (task, key) pairs (a JSON array `k`) whose insert met a conflict.
 SELECT j.* FROM rota_jobs AS j
