@@ -90,6 +90,22 @@ def test_enqueue_many_is_all_or_nothing(app: rota.App) -> None:
     assert make_ticket.enqueue_many([]) == []
 
 
+def test_each_job_of_a_bulk_enqueue_is_the_one_stored_under_its_id(app: rota.App) -> None:
+    """The plain bulk insert (no keys) maps the returned ids back to the inputs by the
+    order it drew them in: a wrong map would hand out jobs with another job's arguments."""
+
+    @app.task
+    def make_ticket(order_id: int) -> None: ...
+
+    jobs = make_ticket.enqueue_many([{"order_id": i} for i in range(300)])
+    later = make_ticket.options(delay=3600).enqueue_many([{"order_id": -i} for i in range(3)])
+    for job in [*jobs, *later]:
+        stored = app.get_job(job.id)
+        assert stored is not None
+        assert (stored.args, stored.state, stored.run_at) == (job.args, job.state, job.run_at)
+    assert {j.state for j in later} == {rota.JobState.SCHEDULED}
+
+
 def test_scheduled_jobs(app: rota.App) -> None:
     @app.task
     def later() -> None: ...

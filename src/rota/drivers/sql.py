@@ -48,6 +48,8 @@ _INSERT = (
     "requires",
     "tenant",
 )
+# The columns of a job without a key, a gate or a tenant (job_insert_plain and _many_plain).
+_INSERT_PLAIN = ("task", "queue", "args", "priority", "max_attempts", "at", "delay", "meta")
 # The columns of one completion (`c_*`): job_complete_many and every claim statement.
 _COMPLETION = ("id", "token", "state", "delay", "result", "entry", "refund")
 
@@ -178,18 +180,26 @@ class SQLDriver:
     def _insert(self, rows: Sequence[JobInsert]) -> tuple[str, dict[str, Any]]:
         """The statement inserting `rows` and its parameters (one job: scalars)."""
         c = self._database.codec
-        if len(rows) == 1 and _plain(rows[0]):
-            r = rows[0]
-            return "job_insert_plain", {
-                "j_task": r.task,
-                "j_queue": r.queue,
-                "j_args": r.args_json,
-                "j_priority": r.priority,
-                "j_max_attempts": r.max_attempts,
-                "j_at": c.time_param(r.at),
-                "j_delay": r.delay,
-                "j_meta": r.meta_json,
-            }
+        if all(_plain(r) for r in rows):
+            plain = [
+                (
+                    r.task,
+                    r.queue,
+                    r.args_json,
+                    r.priority,
+                    r.max_attempts,
+                    c.time_param(r.at),
+                    r.delay,
+                    r.meta_json,
+                )
+                for r in rows
+            ]
+            if len(plain) == 1:
+                # One parameter per column in both dialects (codec.row is SQLite's JSON).
+                return "job_insert_plain", {
+                    f"j_{col}": value for col, value in zip(_INSERT_PLAIN, plain[0], strict=True)
+                }
+            return "job_insert_many_plain", c.columns("j", _INSERT_PLAIN, plain)
         values = [
             (
                 r.task,

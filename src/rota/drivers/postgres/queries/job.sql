@@ -44,6 +44,36 @@ notified AS (
 )
 SELECT ins.*, (SELECT n FROM notified) AS notified FROM ins
 
+-- name: job_insert_many_plain
+-- job_insert_many for plain jobs (no idempotency key, no per-job gate, no tenant): eight
+-- arrays instead of thirteen, no conflict arbiter, no queue upsert. Ids are drawn in input
+-- order, as job_insert_many draws them.
+WITH input AS (
+    SELECT nextval(pg_get_serial_sequence('rota_jobs', 'id')) AS id, t.*
+    FROM (SELECT * FROM unnest(%(j_task)b::text[], %(j_queue)b::text[], %(j_args)b::jsonb[],
+                               %(j_priority)b::smallint[], %(j_max_attempts)b::int[],
+                               %(j_at)b::timestamptz[], %(j_delay)b::float8[],
+                               %(j_meta)b::jsonb[])
+               WITH ORDINALITY AS t(task, queue, args, priority, max_attempts, at, delay, meta,
+                                    ord)
+          ORDER BY ord) AS t
+),
+ins AS (
+    INSERT INTO rota_jobs (id, task, queue, args, priority, max_attempts, run_at, meta, state)
+    SELECT id, task, queue, args, priority, max_attempts, run_at, meta,
+           CASE WHEN run_at > now() THEN 'scheduled' ELSE 'available' END
+    FROM (SELECT input.*,
+                 COALESCE(at, now() + make_interval(secs => COALESCE(delay, 0))) AS run_at
+          FROM input) AS timed
+    RETURNING id, state, run_at, created_at, queue
+),
+notified AS (
+    SELECT count(pg_notify('rota_jobs', queue)) AS n
+    FROM (SELECT DISTINCT queue FROM ins WHERE state = 'available') AS q
+)
+SELECT ins.id, ins.state, ins.run_at, ins.created_at, (SELECT n FROM notified) AS notified
+FROM ins
+
 -- name: job_insert_one
 -- job_insert_many for one job, with a scalar per column (`j_*`): an enqueue sends no
 -- arrays to build and unpack.

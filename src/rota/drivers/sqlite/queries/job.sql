@@ -41,6 +41,11 @@ WHERE (json_extract(e.value, '$.partition_key') IS NOT NULL
                   WHERE q.name = json_extract(e.value, '$.queue') AND q.gated)
 ON CONFLICT (name) DO UPDATE SET gated = 1, updated_at = excluded.updated_at
 
+-- name: job_insert_many_plain
+-- job_insert_many for jobs without a key, a gate or a tenant: the same statements (the
+-- objects simply lack those fields, which read as NULL).
+-- include: job_insert_many
+
 -- name: job_insert_one
 -- job_insert_many for one job (a JSON array `j` of one object).
 -- include: job_insert_many
