@@ -169,6 +169,11 @@ def test_job_search_by_id_key_task_state_and_text(site: Site) -> None:
     d = site.app.enqueue("shop.email", {"to": "acme@example.com"}, tenant="acme")
     assert ids("?tenant=acme") == [d.id]
     assert ids("?tenant=acme&queue=payments") == []
+    # An id or a key of another tenant's job is not found under this tenant's filter.
+    assert ids(f"?tenant=acme&id={a.id}") == []
+    assert ids("?tenant=acme&key=order-42") == []
+    assert ids(f"?tenant=acme&id={d.id}") == [d.id]
+    assert ids(f"?tenant=acme&q={a.id}") == []
 
 
 def test_job_page_data_has_attempts_tracebacks_checkpoint_and_steps(site: Site) -> None:

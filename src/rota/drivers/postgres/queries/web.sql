@@ -136,6 +136,7 @@ WHERE p.id < COALESCE(%(before_id)s::bigint, 9223372036854775807)
   AND (%(key)s::text IS NULL OR p.key = %(key)s::text)
   AND (%(task)s::text IS NULL OR p.task = %(task)s::text)
   AND (%(queue)s::text IS NULL OR p.queue = %(queue)s::text)
+  AND (%(tenant)s::text IS NULL OR p.tenant = %(tenant)s::text)
   AND (cardinality(%(states)s::text[]) = 0 OR p.state = ANY(%(states)s::text[]))
   AND (%(text)s::text IS NULL OR strpos(lower(p.args::text), lower(%(text)s::text)) > 0)
 ORDER BY p.id DESC
