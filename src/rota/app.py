@@ -327,7 +327,7 @@ class App:
     ) -> list[Job]:
         """`_insert` without blocking the loop: the driver's async insert (PostgreSQL's
         AsyncConnection, or a thread on SQLite), the same rows and the same SQL."""
-        if self._inline_runner is not None:
+        if self._inline_runner is not None and conn is None:
             # Inline mode runs the task in this thread, as the sync path does.
             return await asyncio.to_thread(self._insert, rows, conn=conn, tasks=tasks)
         driver = self.driver
@@ -335,6 +335,10 @@ class App:
             rows, lambda traced: driver.job_insert_many_async(traced, conn=conn)
         )
         self.metrics.jobs_enqueued(jobs)
+        if self._inline_runner is not None:
+            # In the caller's (async) transaction: the runner says why it cannot run it
+            # yet, as it does for the sync path (the caller's connection is not ours).
+            self._inline_runner(jobs, conn)
         return jobs
 
     # --- your own transactions and the inbox ------------------------------------------------

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
+from typing import Any
+
+import psycopg
 import pytest
 
 import rota
@@ -83,6 +88,34 @@ def test_inline_refuses_uncommitted_jobs(app: rota.App) -> None:
         pytest.raises(rota.RotaError, match="not committed yet"),
     ):
         record.enqueue(n=1, conn=conn)
+
+
+def test_inline_refuses_uncommitted_async_jobs_with_the_same_words(
+    app: rota.App, dialect: str
+) -> None:
+    """enqueue_async in the caller's own (async) transaction under inline: the reason it
+    cannot run, not a complaint about the connection's type."""
+
+    @app.task
+    def record(n: int) -> None: ...
+
+    async def main() -> None:
+        conn: Any
+        if dialect == "postgres":
+            conn = await psycopg.AsyncConnection.connect(str(app.url.raw))
+        else:
+            conn = sqlite3.connect(app.url.path)
+        try:
+            with pytest.raises(rota.RotaError, match="not committed yet"):
+                await record.enqueue_async(n=1, conn=conn)
+        finally:
+            if dialect == "postgres":
+                await conn.close()
+            else:
+                conn.close()
+
+    with testing.inline(app):
+        asyncio.run(main())
 
 
 def test_drain_counts_jobs_completed_in_their_own_transaction(app: rota.App) -> None:
