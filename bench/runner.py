@@ -587,6 +587,14 @@ class Bench:
                 drains[side].append(self.args.jobs / self._cli(db)["elapsed"])
         values[f"{key}_drain"] = statistics.median(drains["full"])
         values[f"{key}_drain_empty"] = statistics.median(drains["empty"])
+        self.note(
+            full.dialect,
+            "  paired drains (jobs/s)",
+            "beside: "
+            + " / ".join(f"{r:,.0f}" for r in drains["full"])
+            + "; empty: "
+            + " / ".join(f"{r:,.0f}" for r in drains["empty"]),
+        )
 
     def idle(self, dialect: str, values: dict[str, float]) -> None:
         with self.database(dialect) as db:
