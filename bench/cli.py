@@ -284,6 +284,45 @@ def idle(db: Database, command: WorkerCommand, seconds: float) -> dict[str, floa
     return {"idle_rss_mb": rss, "idle_cpu_pct": 100 * cpu / span}
 
 
+STEADY_BACKLOG = 2_000  # the producer tops the queue up to this many waiting or running jobs
+STEADY_BATCH = 1_000
+STEADY_WARMUP = 3.0
+
+
+def steady(db: Database, command: WorkerCommand, seconds: float) -> float:
+    """Completions per second of a `rota worker` while a producer keeps the queue's
+    backlog small (enqueue_many of STEADY_BATCH whenever fewer than STEADY_BACKLOG jobs
+    wait or run), counted after a warm-up: what a steadily fed worker does, against the
+    drain of a burst enqueued beforehand. The backlog is read from rota's kept counts
+    (`queue_list`), never by counting rows beside a large history."""
+
+    def done_and_backlog(app: rota.App) -> tuple[int, int]:
+        for report in app.driver.queue_list():
+            if report.name == QUEUE:
+                c = report.counts
+                return c.get("completed", 0), c.get("available", 0) + c.get("running", 0)
+        return 0, 0
+
+    with tasks.make_app(db.url) as app, running(command, db) as worker:
+        worker.wait_ready()
+        task = app.get_task(tasks.NOOP_ASYNC)
+        started = time.monotonic()
+        first: tuple[int, float] | None = None
+        while time.monotonic() - started < STEADY_WARMUP + seconds:
+            worker.check_alive()
+            done, backlog = done_and_backlog(app)
+            if first is None and time.monotonic() - started >= STEADY_WARMUP:
+                first = (done, time.monotonic())
+            if backlog < STEADY_BACKLOG:
+                task.enqueue_many([{"n": i} for i in range(STEADY_BATCH)])
+            else:
+                time.sleep(0.005)
+        done, _ = done_and_backlog(app)
+        if first is None:
+            raise BenchError("steady run too short")
+        return (done - first[0]) / (time.monotonic() - first[1])
+
+
 def latency(
     db: Database,
     samples: int,

@@ -87,6 +87,8 @@ SIZE_KEY = re.compile(r"^size_(finished|dead)_(\d+)_(\w+)$")
 SIZE_MEASURES = {
     "drain": ("drain", "jobs/s"),
     "drain_empty": ("drain, empty table in the same rounds", "jobs/s"),
+    "steady": ("fed steadily (backlog <= 2,000)", "jobs/s"),
+    "steady_empty": ("fed steadily, empty table in the same rounds", "jobs/s"),
     "enqueue_single": ("enqueue, single", "jobs/s"),
     "enqueue_bulk": ("enqueue, bulk", "jobs/s"),
     "latency_p50": ("latency p50", "ms"),
@@ -106,7 +108,7 @@ def add_ratios(values: dict[str, float]) -> None:
         if not found or key.endswith("_ratio"):
             continue
         _, n, measure = found.groups()
-        if measure.startswith("read_") or measure == "drain_empty":
+        if measure.startswith("read_") or measure.endswith("_empty"):
             continue  # a read's time is compared with its target, not with the empty table
         # The drain is compared with its own paired drains on an empty table, when it has them.
         empty = values.get(f"{key}_empty") or values.get(f"size_finished_0_{measure}")

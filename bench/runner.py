@@ -139,6 +139,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="drains beside each size, each paired with one on an empty table (3; --quick 1)",
     )
     parser.add_argument(
+        "--steady-seconds",
+        type=float,
+        default=None,
+        help="length of each steadily fed run beside a size (20; --quick 5)",
+    )
+    parser.add_argument(
         "--idle-seconds", type=float, default=None, help="idle-cost window (10; --quick 3)"
     )
     parser.add_argument(
@@ -190,6 +196,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.samples = args.samples or (50 if quick else 300)
     args.idle_seconds = args.idle_seconds or (3.0 if quick else 10.0)
     args.size_rounds = args.size_rounds or (1 if quick else 3)
+    args.steady_seconds = args.steady_seconds or (5.0 if quick else 20.0)
     if args.quiet_wait is None:
         args.quiet_wait = 0.0 if quick else 20.0
     if args.measure_wait is None:
@@ -550,7 +557,9 @@ class Bench:
             if f"{key}_drain_empty" in values:
                 text += (
                     f" ({values[f'{key}_drain'] / values[f'{key}_drain_empty']:.0%} of "
-                    f"{values[f'{key}_drain_empty']:,.0f} on an empty table, same rounds)"
+                    f"{values[f'{key}_drain_empty']:,.0f} on an empty table, same rounds), "
+                    f"fed steadily {values[f'{key}_steady']:,.0f} jobs/s "
+                    f"({values[f'{key}_steady'] / values[f'{key}_steady_empty']:.0%})"
                 )
             if variant == "finished":  # the dead-letter variant measures the drain only
                 values[f"{key}_enqueue_single"] = rota_runs.enqueue_single(db, self.args.single)
@@ -587,6 +596,24 @@ class Bench:
                 drains[side].append(self.args.jobs / self._cli(db)["elapsed"])
         values[f"{key}_drain"] = statistics.median(drains["full"])
         values[f"{key}_drain_empty"] = statistics.median(drains["empty"])
+        # The same pairs with a steadily fed worker (a small backlog, topped up).
+        fed: dict[str, list[float]] = {"full": [], "empty": []}
+        for round_ in range(self.args.size_rounds):
+            order = [("full", full), ("empty", empty)]
+            for side, db in order if round_ % 2 == 0 else order[::-1]:
+                clear_queue(db)
+                self.quiet(values, f"{key}_{side}_steady")
+                fed[side].append(cli.steady(db, self.command(db.dialect), self.args.steady_seconds))
+        values[f"{key}_steady"] = statistics.median(fed["full"])
+        values[f"{key}_steady_empty"] = statistics.median(fed["empty"])
+        self.note(
+            full.dialect,
+            "  paired steady runs (jobs/s)",
+            "beside: "
+            + " / ".join(f"{r:,.0f}" for r in fed["full"])
+            + "; empty: "
+            + " / ".join(f"{r:,.0f}" for r in fed["empty"]),
+        )
         self.note(
             full.dialect,
             "  paired drains (jobs/s)",

@@ -45,6 +45,9 @@ def test_a_drain_with_paired_empty_drains_is_compared_with_those() -> None:
     )
     assert values["size_dead_1000000_drain_ratio"] == pytest.approx(0.9)
     assert "size_dead_1000000_drain_empty_ratio" not in values
+    fed = run(size_finished_1000000_steady=9_500, size_finished_1000000_steady_empty=10_000)
+    assert fed["size_finished_1000000_steady_ratio"] == pytest.approx(0.95)
+    assert "size_finished_1000000_steady_empty_ratio" not in fed
     lines = report.markdown({"medians": {"postgres": values}})
     assert "empty table in the same rounds" in lines
 
