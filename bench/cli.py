@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import rota
+import rota.app
 from bench import tasks
 from bench.db import BenchError, Database, pg_connect, sqlite_connect
 from bench.tasks import QUEUE
@@ -296,7 +297,7 @@ def steady(db: Database, command: WorkerCommand, seconds: float) -> float:
     drain of a burst enqueued beforehand. The backlog is read from rota's kept counts
     (`queue_list`), never by counting rows beside a large history."""
 
-    def done_and_backlog(app: rota.App) -> tuple[int, int]:
+    def done_and_backlog(app: rota.app.App) -> tuple[int, int]:
         for report in app.driver.queue_list():
             if report.name == QUEUE:
                 c = report.counts

@@ -580,47 +580,51 @@ class Bench:
     def paired_drains(
         self, values: dict[str, float], key: str, full: Database, empty: Database
     ) -> None:
-        """Drains beside the filled table, each next to one on an empty table of its own
-        (alternating which goes first), `--size-rounds` pairs: medians of each side, so
-        the ratio compares runs minutes apart, not a whole run apart. The fill's own
+        """Burst drains, then steadily fed runs, beside the filled table, each next to one
+        on an empty table of its own (`paired`): the ratio compares runs minutes apart,
+        not a whole run apart. The fill's own
         write-ahead log is checkpointed first: a system that grew to N rows over days is
         not in the middle of writing them out."""
         checkpoint(full)
-        drains: dict[str, list[float]] = {"full": [], "empty": []}
+
+        def drain(db: Database) -> float:
+            prefill(db, tasks.NOOP_ASYNC, self.args.jobs)
+            return int(self.args.jobs) / float(self._cli(db)["elapsed"])
+
+        def fed(db: Database) -> float:  # a steadily fed worker (a small backlog, topped up)
+            return cli.steady(db, self.command(db.dialect), self.args.steady_seconds)
+
+        self.paired(values, f"{key}_drain", full, empty, drain, "drains")
+        self.paired(values, f"{key}_steady", full, empty, fed, "steady runs")
+
+    def paired(
+        self,
+        values: dict[str, float],
+        name: str,
+        full: Database,
+        empty: Database,
+        measure: Callable[[Database], float],
+        what: str,
+    ) -> None:
+        """`--size-rounds` pairs of `measure` beside the filled table and on the empty one,
+        alternating which goes first, each from an empty queue: medians as `name` and
+        `name`_empty, and each run printed."""
+        rates: dict[str, list[float]] = {"full": [], "empty": []}
         for round_ in range(self.args.size_rounds):
             order = [("full", full), ("empty", empty)]
             for side, db in order if round_ % 2 == 0 else order[::-1]:
                 clear_queue(db)
-                prefill(db, tasks.NOOP_ASYNC, self.args.jobs)
-                self.quiet(values, f"{key}_{side}")
-                drains[side].append(self.args.jobs / self._cli(db)["elapsed"])
-        values[f"{key}_drain"] = statistics.median(drains["full"])
-        values[f"{key}_drain_empty"] = statistics.median(drains["empty"])
-        # The same pairs with a steadily fed worker (a small backlog, topped up).
-        fed: dict[str, list[float]] = {"full": [], "empty": []}
-        for round_ in range(self.args.size_rounds):
-            order = [("full", full), ("empty", empty)]
-            for side, db in order if round_ % 2 == 0 else order[::-1]:
-                clear_queue(db)
-                self.quiet(values, f"{key}_{side}_steady")
-                fed[side].append(cli.steady(db, self.command(db.dialect), self.args.steady_seconds))
-        values[f"{key}_steady"] = statistics.median(fed["full"])
-        values[f"{key}_steady_empty"] = statistics.median(fed["empty"])
+                self.quiet(values, f"{name}_{side}")
+                rates[side].append(measure(db))
+        values[name] = statistics.median(rates["full"])
+        values[f"{name}_empty"] = statistics.median(rates["empty"])
         self.note(
             full.dialect,
-            "  paired steady runs (jobs/s)",
+            f"  paired {what} (jobs/s)",
             "beside: "
-            + " / ".join(f"{r:,.0f}" for r in fed["full"])
+            + " / ".join(f"{r:,.0f}" for r in rates["full"])
             + "; empty: "
-            + " / ".join(f"{r:,.0f}" for r in fed["empty"]),
-        )
-        self.note(
-            full.dialect,
-            "  paired drains (jobs/s)",
-            "beside: "
-            + " / ".join(f"{r:,.0f}" for r in drains["full"])
-            + "; empty: "
-            + " / ".join(f"{r:,.0f}" for r in drains["empty"]),
+            + " / ".join(f"{r:,.0f}" for r in rates["empty"]),
         )
 
     def idle(self, dialect: str, values: dict[str, float]) -> None:
