@@ -9,6 +9,7 @@ import json
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -138,10 +139,31 @@ class SQLiteDatabase:
             raise DatabaseUnavailableError(f"cannot open SQLite file {self.path!r}: {exc}") from exc
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {self.busy_ms}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        self._use_wal(conn)
         conn.execute(f"PRAGMA synchronous = {self.synchronous}")
         conn.execute("PRAGMA foreign_keys = ON")  # steps cascade with their job
         return conn
+
+    def _use_wal(self, conn: sqlite3.Connection) -> None:
+        """Put the file in WAL mode, once: it stays so for every later connection.
+
+        SQLite does not call the busy handler for this switch: a second process opening a
+        new file at the same moment gets "database is locked" at once, so wait here, within
+        the same busy timeout as any other lock."""
+        deadline = time.monotonic() + self.busy_ms / 1000
+        pause = 0.001
+        while True:
+            try:
+                mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    conn.close()
+                    raise translate(exc) from exc
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
 
     @contextlib.contextmanager
     def _pooled(self) -> Iterator[sqlite3.Connection]:
