@@ -16,9 +16,9 @@ import rota
 from rota.drivers.sqlite.database import SCRIPTS
 from rota.maintenance.counts import CountFolder
 from rota.web.records import SEARCH_SCAN
+from tests.drivers.history_sqlite import STEP, fill_history
 
 FINISHED = 100_000
-STEP = 100  # the progress handler runs every STEP instructions
 # A full scan of 100k rows takes millions of steps; a page or a backlog, thousands.
 MAX_STEPS = 200_000
 # The bounded text search reads the newest SEARCH_SCAN jobs: allowed as many steps per row
@@ -85,46 +85,9 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("reads") / "rota.db"
     app = rota.App(f"sqlite:///{path}")
     app.migrate()
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        conn.execute("BEGIN")
-        conn.execute(
-            """
-            WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < :n)
-            INSERT INTO rota_jobs (task, queue, args, state, max_attempts, run_at, created_at,
-                                   attempted_at, finished_at, worker, key, history)
-            SELECT 'shop.task_' || (i % 7), 'history-' || (i % 4),
-                   json_object('order', i, 'note', 'order number ' || i),
-                   CASE WHEN i % 100 = 0 THEN 'cancelled' WHEN i % 11 = 0 THEN 'discarded'
-                        ELSE 'completed' END, 3, t, t, t, t, 'old-worker-' || (i % 3),
-                   CASE WHEN i % 50 = 0 THEN 'key-' || i END, '[{"outcome": "completed"}]'
-            FROM (SELECT i, (julianday('now') - 2440587.5) * 86400.0 - 43200.0 * (:n - i) / :n
-                            AS t
-                  FROM g)
-            """,
-            {"n": FINISHED},
-        )
-        conn.execute(
-            """
-            WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < 400)
-            INSERT INTO rota_jobs (task, queue, state, attempt, max_attempts, run_at,
-                                   created_at, worker, attempted_at, lease_token,
-                                   lease_expires_at)
-            SELECT 'shop.live', 'live', s, 1, 3, now + 3600, now,
-                   CASE WHEN s = 'running' THEN 'w-' || (i % 4) END,
-                   CASE WHEN s = 'running' THEN now END,
-                   CASE WHEN s = 'running' THEN 'token-' || i END,
-                   CASE WHEN s = 'running' THEN now + 60 END
-            FROM (SELECT i, (julianday('now') - 2440587.5) * 86400.0 AS now,
-                         CASE i % 4 WHEN 0 THEN 'available' WHEN 1 THEN 'retryable'
-                                    WHEN 2 THEN 'scheduled' ELSE 'running' END AS s
-                  FROM g)
-            """
-        )
-        conn.execute("COMMIT")
-        conn.execute("ANALYZE")
-    finally:
-        conn.close()
+    fill_history(path, FINISHED)
+    with sqlite3.connect(path) as conn:
+        conn.execute("ANALYZE")  # the plans with statistics (the service test has none)
     CountFolder(app.driver).run_once()  # the leader's first pass
     app.close()
     return path

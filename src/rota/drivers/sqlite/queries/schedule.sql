@@ -149,10 +149,13 @@ WHERE id IN (
     FROM (SELECT r.job_id, r.schedule_id, j.state = 'completed' AS ok,
                  row_number() OVER (PARTITION BY r.schedule_id, j.state = 'completed'
                                     ORDER BY r.created_at DESC, r.id DESC) AS n
-          FROM rota_schedule_runs r JOIN rota_jobs j ON j.id = r.job_id
+          -- CROSS JOIN keeps the runs outside: without statistics SQLite would walk
+          -- every finished job and look its run up, holding the write lock meanwhile.
+          FROM rota_schedule_runs r CROSS JOIN rota_jobs j ON j.id = r.job_id
           WHERE j.state IN ('completed', 'discarded', 'cancelled')) AS f
     JOIN rota_schedules s ON s.id = f.schedule_id
     WHERE f.n > CASE WHEN f.ok THEN s.successful_history_limit ELSE s.failed_history_limit END
     LIMIT :limit
 )
-AND state IN ('completed', 'discarded', 'cancelled')
+-- No second state check here (PostgreSQL's has one): the statement reads and deletes under
+-- the one write lock, and a state test beside `id IN` makes SQLite walk the finished jobs.
