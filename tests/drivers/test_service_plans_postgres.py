@@ -1,0 +1,98 @@
+"""#23 on PostgreSQL: a pass of every periodic service of a worker (the engine's and the
+features') reads a bounded number of rota_jobs rows beside 200k finished jobs, and never
+scans the table, on the plan PostgreSQL caches after a statement's sixth run. The SQLite
+side is tests/drivers/test_service_plans_sqlite.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+import rota
+from rota.maintenance.counts import CountFolder
+from tests.drivers.plans import Table, assert_bounded, log_plans, watched
+from tests.helpers import fast_settings
+
+FINISHED = 200_000
+RUNNING = 300
+# A pass over the live jobs reads hundreds of rows; one over the finished ones, 200k.
+MAX_ROWS_READ = 5_000
+
+
+def _app(url: str) -> rota.App:
+    app = rota.App(url)
+
+    @app.cron("* * * * *", name="every-minute", successful_history_limit=2)
+    @app.task(name="shop.tick", queue="cron")
+    def tick() -> None:
+        return None
+
+    return app
+
+
+@pytest.fixture
+def table(pg_url: str) -> Iterator[Table]:
+    with _app(pg_url) as app:
+        app.migrate()  # stores the schedule too
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(
+            """
+            INSERT INTO rota_jobs (task, queue, state, max_attempts, run_at, created_at,
+                                   finished_at, attempted_at, history)
+            SELECT 'shop.tick', 'cron',
+                   CASE WHEN i %% 10 = 0 THEN 'discarded' ELSE 'completed' END, 3,
+                   now() - interval '1 hour', now() - interval '1 hour',
+                   now() - interval '1 minute', now() - interval '2 minutes',
+                   '[{"outcome": "completed"}]'
+            FROM generate_series(1, %s) AS i
+            """,
+            (FINISHED,),
+        )
+        # The schedule's finished runs point at finished jobs: its history prune and
+        # lastSuccessfulTime have something to read.
+        conn.execute(
+            """
+            INSERT INTO rota_schedule_runs (schedule_id, name, kind, scheduled_minute,
+                                            scheduled_at, scheduled_local, scheduler,
+                                            created_at, job_id)
+            SELECT s.id, 'run-' || j.id, 'scheduled', j.id,
+                   j.created_at, '', 'old', j.created_at, j.id
+            FROM rota_schedules s, rota_jobs j
+            WHERE s.name = 'every-minute' AND j.id <= 5
+            """
+        )
+        conn.execute("VACUUM (ANALYZE) rota_jobs")
+        conn.execute(
+            """
+            INSERT INTO rota_jobs (task, queue, state, attempt, max_attempts, run_at, worker,
+                                   attempted_at, lease_token, lease_expires_at)
+            SELECT 'shop.tick', 'cron', 'running', 1, 3, now(), 'w0', now(),
+                   gen_random_uuid(), now() + interval '1 hour'
+            FROM generate_series(1, %s)
+            """,
+            (RUNNING,),
+        )
+    with watched(pg_url) as watching:
+        yield watching
+
+
+def test_every_service_pass_is_bounded_beside_200k_finished_jobs(table: Table) -> None:
+    worker = rota.Worker(table.app, fast_settings(queues={"cron": 4}))
+    # The worker set its deadlines, which replaces the pool's connection: watch the new one.
+    with table.app.driver.database.connection() as conn:
+        log_plans(conn, table.plans)
+    # The counts' first pass folds every job written since the last one: the 200k above.
+    next(s for s in worker.services if isinstance(s, CountFolder)).run_once()
+    names, watched_passes = [], 0
+    for service in worker.services:
+        names.append(service.name)
+        for _ in range(7):  # the seventh pass runs the plans PostgreSQL cached
+            del table.plans[:]
+            service.run_once()
+        plans = [p for p in table.plans if "rota_jobs" in p]
+        watched_passes += bool(plans)
+        assert_bounded(f"a {service.name} pass", plans, MAX_ROWS_READ)
+    assert len(names) >= 10, names  # the engine's services and the features'
+    assert watched_passes >= 5  # the plans were seen: rescues, staging, pruning, cron...
