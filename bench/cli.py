@@ -44,6 +44,7 @@ class WorkerCommand:
     concurrency: int
     processes: int = 1
     app: str = PLAIN_APP
+    queue: str = QUEUE
 
     def argv(self) -> list[str]:
         return [
@@ -54,7 +55,7 @@ class WorkerCommand:
             "--app",
             self.app,
             "--queues",
-            f"{QUEUE}={self.concurrency}",
+            f"{self.queue}={self.concurrency}",
             "--processes",
             str(self.processes),
             # info: the "worker ... started" line tells us it is ready; --quiet-queue:
@@ -62,11 +63,11 @@ class WorkerCommand:
             "--log-level",
             "info",
             "--quiet-queue",
-            QUEUE,
+            self.queue,
         ]
 
     def describe(self) -> str:
-        text = f"rota worker --queues {QUEUE}={self.concurrency}"
+        text = f"rota worker --queues {self.queue}={self.concurrency}"
         return text + (f" --processes {self.processes}" if self.processes > 1 else "")
 
 
@@ -296,14 +297,6 @@ def steady(db: Database, command: WorkerCommand, seconds: float) -> float:
     wait or run), counted after a warm-up: what a steadily fed worker does, against the
     drain of a burst enqueued beforehand. The backlog is read from rota's kept counts
     (`queue_list`), never by counting rows beside a large history."""
-
-    def done_and_backlog(app: rota.app.App) -> tuple[int, int]:
-        for report in app.driver.queue_list():
-            if report.name == QUEUE:
-                c = report.counts
-                return c.get("completed", 0), c.get("available", 0) + c.get("running", 0)
-        return 0, 0
-
     with tasks.make_app(db.url) as app, running(command, db) as worker:
         worker.wait_ready()
         task = app.get_task(tasks.NOOP_ASYNC)
@@ -322,6 +315,39 @@ def steady(db: Database, command: WorkerCommand, seconds: float) -> float:
         if first is None:
             raise BenchError("steady run too short")
         return (done - first[0]) / (time.monotonic() - first[1])
+
+
+def done_and_backlog(app: rota.app.App, queue: str = QUEUE) -> tuple[int, int]:
+    """Jobs of `queue` completed, and waiting or running, from rota's kept counts (cheap
+    beside any history, unlike counting rows)."""
+    for report in app.driver.queue_list():
+        if report.name == queue:
+            c = report.counts
+            return c.get("completed", 0), c.get("available", 0) + c.get("running", 0)
+    return 0, 0
+
+
+def live(db: Database, jobs: int, queue: str, backlog: int = 5_000) -> None:
+    """Run `jobs` no-op jobs of `queue` through a `rota worker`, fed steadily (at most
+    `backlog` waiting), to the end: a history made the way a deployment makes it, each
+    job inserted, claimed and completed in transactions of its own while autovacuum
+    runs, instead of rows written finished with SQL."""
+    batch = 1_000
+    with tasks.make_app(db.url) as app, running(WorkerCommand(100, queue=queue), db) as worker:
+        worker.wait_ready()
+        task = app.get_task(tasks.NOOP_ASYNC)
+        sent = 0
+        while True:
+            worker.check_alive()
+            done, waiting = done_and_backlog(app, queue)
+            if done >= jobs:
+                return
+            if sent < jobs and waiting < backlog:
+                count = min(batch, jobs - sent)
+                task.enqueue_many([{"n": i} for i in range(count)], queue=queue)
+                sent += count
+            else:
+                time.sleep(0.01)
 
 
 def latency(

@@ -83,7 +83,9 @@ RATIOS: dict[str, tuple[str, str]] = {
     "ratio_enqueue_bulk_pgqueuer": ("enqueue_bulk", "pgqueuer_enqueue_bulk"),
     "ratio_features": ("drain_features", "drain_cli"),
 }
-SIZE_KEY = re.compile(r"^size_(finished|dead)_(\d+)_(\w+)$")
+SIZE_KEY = re.compile(r"^size_(finished|dead|lived)_(\d+)_(\w+)$")
+# What N rows of each size variant are, in the tables (bench/sizes.py).
+SIZE_WHAT = {"finished": "finished jobs", "dead": "dead letters", "lived": "lived jobs"}
 SIZE_MEASURES = {
     "drain": ("drain", "jobs/s"),
     "drain_empty": ("drain, empty table in the same rounds", "jobs/s"),
@@ -166,7 +168,7 @@ def size_targets(summary: dict[str, dict[str, float]]) -> list[Target]:
             match = SIZE_KEY.match(key.removesuffix("_ratio"))
             if match and key.endswith("_drain_ratio"):
                 variant, n, _ = match.groups()
-                what = "dead letters" if variant == "dead" else "finished jobs"
+                what = SIZE_WHAT[variant]
                 found.append(
                     Target(
                         dialect,
@@ -385,7 +387,7 @@ def print_sizes(
     for (n, variant, _, label), cells in sorted(
         rows.items(), key=lambda r: (r[0][0], r[0][1] != "finished", r[0][2])
     ):
-        what = f"{n:,} dead letters" if variant == "dead" else f"{n:,}"
+        what = f"{n:,}" if variant == "finished" else f"{n:,} {SIZE_WHAT[variant]}"
         table.add_row(what, label, *[cells.get(d, "-") for d in dialects])
     console.print(table)
 
@@ -441,7 +443,7 @@ def markdown(document: dict[str, Any]) -> str:
             sizes.items(), key=lambda r: (r[0][0], r[0][1] != "finished", r[0][2])
         ):
             label, unit = SIZE_MEASURES[list(SIZE_MEASURES)[order]]
-            what = f"{n:,} dead letters" if variant == "dead" else f"{n:,}"
+            what = f"{n:,}" if variant == "finished" else f"{n:,} {SIZE_WHAT[variant]}"
             row = " | ".join(cells.get(d, "-") for d in dialects)
             lines.append(f"| {what} | {label} ({unit}) | {row} |")
     checks = evaluate(summary)

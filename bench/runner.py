@@ -133,6 +133,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "short for --only sizes --finished ...",
     )
     parser.add_argument(
+        "--lived",
+        action="store_true",
+        help="size scenarios beside a history run through rota (a worker fed steadily on "
+        "the `history` queue, about 3 minutes per million jobs) instead of finished jobs "
+        "and dead letters written with SQL",
+    )
+    parser.add_argument(
         "--size-rounds",
         type=int,
         default=None,
@@ -527,7 +534,7 @@ class Bench:
         samples = max(50, self.args.samples // 3)
         plan = [("finished", 0)]
         for n in self.args.finished:
-            plan += [("finished", n), ("dead", n)]
+            plan += [("lived", n)] if self.args.lived else [("finished", n), ("dead", n)]
         for variant, n in plan:
             try:
                 self.size(dialect, values, variant, n, samples)
