@@ -72,8 +72,10 @@ def rows_read(plan: str) -> int:
 
 
 def cached_plans(table: Table, call: Callable[[int], object]) -> list[str]:
-    """The plans on rota_jobs of the seventh `call(n)`: psycopg prepares a statement after
-    its fifth run, so the seventh runs the plan PostgreSQL cached."""
+    """The plans on rota_jobs of the seventh `call(n)`: psycopg prepares a statement on its
+    sixth run, so the seventh runs the prepared statement (a custom plan still: PostgreSQL
+    considers the generic one from a prepared statement's sixth execution on; the tests
+    that use this also force the generic plan outright)."""
     for n in range(7):
         del table.plans[:]
         call(n)

@@ -6,6 +6,7 @@ primary key down for one page, stays far below the bound."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from pathlib import Path
@@ -86,7 +87,7 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     app = rota.App(f"sqlite:///{path}")
     app.migrate()
     fill_history(path, FINISHED)
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(sqlite3.connect(path)) as conn:
         conn.execute("ANALYZE")  # the plans with statistics (the service test has none)
     CountFolder(app.driver).run_once()  # the leader's first pass
     app.close()

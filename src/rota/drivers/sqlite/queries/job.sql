@@ -285,7 +285,7 @@ WHERE id IN (
     SELECT id FROM rota_jobs
     WHERE state = 'running' AND lease_expires_at < (julianday('now') - 2440587.5) * 86400.0
     -- No ORDER BY id: SQLite writes one transaction at a time, so there is no lock order
-    -- to keep, and with it SQLite walks every row by id instead of the running jobs' index.
+    -- to keep, and with ORDER BY SQLite walks every row by id instead of the running jobs' index.
     LIMIT :limit
 )
 RETURNING id, state, NULL
