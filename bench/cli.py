@@ -102,21 +102,28 @@ class Watch:
         )
         return bool(self.one(sql, (queue,))[0])
 
-    def window(self, queue: str = QUEUE) -> tuple[float, int, int]:
+    def first_waiting(self, queue: str = QUEUE) -> int:
+        """The lowest id of the jobs waiting in `queue` (0: none), from the claim index."""
+        sql = "SELECT coalesce(min(id), 0) FROM rota_jobs WHERE queue = ? AND state = 'available'"
+        return int(self.one(sql, (queue,))[0])
+
+    def window(self, queue: str = QUEUE, first_id: int = 0) -> tuple[float, int, int]:
         """(seconds from the first claim to the last completion, on the database's clock;
-        completed jobs; all jobs) of `queue`."""
+        completed jobs; all jobs) of `queue`, reading ids from `first_id` on: by primary
+        key, not a walk over a large history of other queues."""
         if self.db.dialect == "postgres":
             sql = (
                 "SELECT extract(epoch FROM max(finished_at) - min(attempted_at))::float8, "
                 "count(*) FILTER (WHERE state = 'completed'), count(*) "
-                "FROM rota_jobs WHERE queue = ?"
+                "FROM rota_jobs WHERE id >= ? AND queue = ?"
             )
         else:
             sql = (
                 "SELECT max(finished_at) - min(attempted_at), "
-                "coalesce(sum(state = 'completed'), 0), count(*) FROM rota_jobs WHERE queue = ?"
+                "coalesce(sum(state = 'completed'), 0), count(*) FROM rota_jobs "
+                "WHERE id >= ? AND queue = ?"
             )
-        elapsed, completed, total = self.one(sql, (queue,))
+        elapsed, completed, total = self.one(sql, (first_id, queue))
         return float(elapsed or 0.0), int(completed), int(total)
 
 
@@ -248,6 +255,7 @@ def drain(db: Database, jobs: int, command: WorkerCommand, timeout: float) -> di
         control.queues.pause(QUEUE)
         watch = Watch(db)
         try:
+            first_id = watch.first_waiting()
             with running(command, db) as worker:
                 worker.wait_ready()
                 cpu = tree_cpu(worker.proc.pid)
@@ -261,7 +269,7 @@ def drain(db: Database, jobs: int, command: WorkerCommand, timeout: float) -> di
                     time.sleep(POLL)
                 wall = time.perf_counter() - started
                 cpu = tree_cpu(worker.proc.pid) - cpu
-            elapsed, completed, total = watch.window()
+            elapsed, completed, total = watch.window(first_id=first_id)
         finally:
             watch.close()
     if completed != jobs or total != jobs:
