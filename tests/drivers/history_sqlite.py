@@ -5,7 +5,7 @@ work SQLite does (virtual-machine steps, from a progress handler)."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 STEP = 100  # the progress handler runs every STEP instructions
@@ -63,3 +63,23 @@ def step_counter(conn: sqlite3.Connection, count: Callable[[int], None]) -> None
         return 0  # go on
 
     conn.set_progress_handler(progress, STEP)
+
+
+def steps_of(
+    path: Path, statements: Sequence[str], params: Mapping[str, object] | Sequence[object] = ()
+) -> int:
+    """The virtual-machine steps (to STEP) that running `statements` on `path` takes."""
+    steps = 0
+
+    def count(n: int) -> None:
+        nonlocal steps
+        steps += n
+
+    conn = sqlite3.connect(path)
+    step_counter(conn, count)
+    try:
+        for statement in statements:
+            conn.execute(statement, params).fetchall()
+    finally:
+        conn.close()
+    return steps

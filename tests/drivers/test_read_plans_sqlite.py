@@ -17,7 +17,7 @@ import rota
 from rota.drivers.sqlite.database import SCRIPTS
 from rota.maintenance.counts import CountFolder
 from rota.web.records import SEARCH_SCAN
-from tests.drivers.history_sqlite import STEP, fill_history
+from tests.drivers.history_sqlite import fill_history, steps_of
 
 FINISHED = 100_000
 # A full scan of 100k rows takes millions of steps; a page or a backlog, thousands.
@@ -99,38 +99,12 @@ def test_every_dashboard_and_metrics_read_is_bounded_beside_100k_finished_jobs(
     filled: Path, read: str
 ) -> None:
     name, params = READS[read]
-    statements = SCRIPTS[name]
-    conn = sqlite3.connect(filled)
-    steps = 0
-
-    def count() -> int:
-        nonlocal steps
-        steps += STEP
-        return 0
-
-    conn.set_progress_handler(count, STEP)
-    try:
-        for statement in statements:
-            conn.execute(statement, params).fetchall()
-    finally:
-        conn.close()
+    steps = steps_of(filled, SCRIPTS[name], params)
     bound = MAX_STEPS_BOUNDED if read in BOUNDED else MAX_STEPS
     assert steps <= bound, f"{read} ({name}) took {steps:,} steps beside {FINISHED:,} jobs"
 
 
 def test_the_bound_catches_a_scan(filled: Path) -> None:
     """The same measure over a count of every row is far above the bound."""
-    conn = sqlite3.connect(filled)
-    steps = 0
-
-    def count() -> int:
-        nonlocal steps
-        steps += STEP
-        return 0
-
-    conn.set_progress_handler(count, STEP)
-    try:
-        conn.execute("SELECT queue, state, count(*) FROM rota_jobs GROUP BY 1, 2").fetchall()
-    finally:
-        conn.close()
+    steps = steps_of(filled, ["SELECT queue, state, count(*) FROM rota_jobs GROUP BY 1, 2"])
     assert steps > 5 * MAX_STEPS
