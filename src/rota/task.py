@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
@@ -435,7 +435,10 @@ class Task(Generic[P, R]):
             requires=requires,
             tenant=tenant,
         )
-        rows = []
+        return JobInsert.restore_each(fields, self._each_args(args_list))
+
+    def _each_args(self, args_list: Iterable[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
+        """The stored arguments of each item of an `enqueue_many`, validated in turn."""
         for i, args in enumerate(args_list):
             if not isinstance(args, Mapping):
                 raise ArgumentsError(f"enqueue_many item {i} is {type(args).__name__}, not a dict")
@@ -443,8 +446,7 @@ class Task(Generic[P, R]):
                 stored, args_json = self._stored_args(dict(args))
             except ArgumentsError as exc:
                 raise ArgumentsError(f"enqueue_many item {i}: {exc}") from None
-            rows.append(JobInsert.restore({**fields, "args_json": args_json, "args": stored}))
-        return rows
+            yield {"args_json": args_json, "args": stored}
 
     def build(
         self,

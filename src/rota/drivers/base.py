@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -64,6 +64,22 @@ class JobInsert:
         values.update(_INSERT_DEFAULTS)
         values.update(fields)
         return row
+
+    @classmethod
+    def restore_each(
+        cls, shared: dict[str, Any], each: Iterable[dict[str, Any]]
+    ) -> list[JobInsert]:
+        """Rows that share most of their fields (one `enqueue_many`), as `restore` makes
+        them, with the defaults and `shared` merged once instead of once a row."""
+        template = {**_INSERT_DEFAULTS, **shared}
+        rows = []
+        for fields in each:
+            row = object.__new__(cls)
+            values = row.__dict__
+            values.update(template)
+            values.update(fields)
+            rows.append(row)
+        return rows
 
 
 # The defaults of JobInsert's fields, for JobInsert.restore.

@@ -6,6 +6,7 @@ import json
 
 from rota.drivers.base import JobInsert
 from rota.drivers.database import Codec, Row
+from rota.errors import RotaError
 from rota.job import Attempt, Job, JobState
 
 # A stored state's text to its JobState, without the enum's call machinery.
@@ -75,6 +76,43 @@ def inserted_job(row: Row, insert: JobInsert, codec: Codec) -> Job:
             "requires": insert.requires or (),
             "tenant": insert.tenant,
         }
+    )
+
+
+def uniform_jobs(row: Row, inserts: list[JobInsert], codec: Codec) -> list[Job]:
+    """The jobs of job_insert_many_uniform: its one row holds the ids drawn (in input
+    order once sorted) and the state and times all of them share; the rest was sent."""
+    ids = sorted(int(i) for i in codec.json(row["ids"]))
+    if len(ids) != len(inserts):
+        # Cannot happen while the ids of one insert are contiguous (see the SQL).
+        raise RotaError(
+            f"an insert of {len(inserts)} jobs reported {len(ids)} ids: they are stored, "
+            "but cannot be matched to their arguments here"
+        )
+    first = inserts[0]
+    shared = {
+        "task": first.task,
+        "queue": first.queue,
+        "state": _STATES[row["state"]],
+        "priority": first.priority,
+        "attempt": 0,
+        "max_attempts": first.max_attempts,
+        "run_at": codec.instant(row["run_at"]),
+        "created_at": codec.instant(row["created_at"]),
+        "requires": (),
+    }
+    meta_json = first.meta_json
+    return Job.restore_each(
+        shared,
+        (
+            {
+                "id": job_id,
+                "args": json.loads(insert.args_json) if insert.args is None else insert.args,
+                # A dict of its own for each job: meta is mutable.
+                "meta": json.loads(meta_json) if meta_json else {},
+            }
+            for job_id, insert in zip(ids, inserts, strict=True)
+        ),
     )
 
 

@@ -28,7 +28,7 @@ from rota.drivers.base import (
 )
 from rota.drivers.catalog import CatalogStore
 from rota.drivers.database import Database, Row, Session
-from rota.drivers.rows import claimed_job, inserted_job, job_from_row
+from rota.drivers.rows import claimed_job, inserted_job, job_from_row, uniform_jobs
 from rota.errors import DatabaseUnavailableError, InvalidTransitionError, JobNotFoundError
 from rota.job import Job
 
@@ -52,6 +52,15 @@ _INSERT = (
 _INSERT_PLAIN = ("task", "queue", "args", "priority", "max_attempts", "at", "delay", "meta")
 # The columns of one completion (`c_*`): job_complete_many and every claim statement.
 _COMPLETION = ("id", "token", "state", "delay", "result", "entry", "refund")
+
+
+# The column of job_insert_many_uniform's one row that holds every id drawn.
+_UNIFORM = "ids"
+
+
+def _shared(row: JobInsert) -> tuple[Any, ...]:
+    """What job_insert_many_uniform sends once for all its jobs (all but the arguments)."""
+    return (row.task, row.queue, row.priority, row.max_attempts, row.at, row.delay, row.meta_json)
 
 
 def _plain(row: JobInsert) -> bool:
@@ -181,6 +190,18 @@ class SQLDriver:
         """The statement inserting `rows` and its parameters (one job: scalars)."""
         c = self._database.codec
         if all(_plain(r) for r in rows):
+            first = rows[0]
+            if len(rows) > 1 and all(_shared(r) == _shared(first) for r in rows):
+                return "job_insert_many_uniform", {
+                    "u_task": first.task,
+                    "u_queue": first.queue,
+                    "u_priority": first.priority,
+                    "u_max_attempts": first.max_attempts,
+                    "u_at": c.time_param(first.at),
+                    "u_delay": first.delay,
+                    "u_meta": first.meta_json,
+                    "j_args": c.array([r.args_json for r in rows]),
+                }
             plain = [
                 (
                     r.task,
@@ -255,6 +276,13 @@ class SQLDriver:
         rows sorted by id meet the inputs in order; an input with a key that is not among
         them met a conflict (an existing holder, or an earlier input with the same key)."""
         c = self._database.codec
+        # job_insert_many_uniform: one row, with every id (all inputs, no keys). (`keys()`:
+        # `in` on an sqlite3.Row looks at its values.)
+        if len(inserted) == 1 and _UNIFORM in inserted[0].keys():  # noqa: SIM118
+            jobs = uniform_jobs(inserted[0], [rows[i] for i in indexes], c)
+            for i, job in zip(indexes, jobs, strict=True):
+                result[i] = job
+            return
         ordered = iter(sorted(inserted, key=lambda r: int(r["id"])))
         keyed: set[tuple[Any, Any]] = set()
         if any(rows[i].key is not None for i in indexes):  # (job_insert_plain returns no key)

@@ -46,6 +46,24 @@ ON CONFLICT (name) DO UPDATE SET gated = 1, updated_at = excluded.updated_at
 -- objects simply lack those fields, which read as NULL).
 -- include: job_insert_many
 
+-- name: job_insert_many_uniform
+-- job_insert_many_plain for jobs that differ only in their arguments (one `enqueue_many`):
+-- the shared columns once (`u_*`), the arguments as one JSON array of texts (`j_args`), and
+-- one row back, as on PostgreSQL: the ids drawn and what all the jobs share. The ids of one
+-- INSERT are contiguous here (AUTOINCREMENT under the one write lock): the last one drawn
+-- and the count of rows the statement inserted name them all.
+INSERT INTO rota_jobs (task, queue, args, priority, max_attempts, run_at, created_at, meta, state)
+SELECT :u_task, :u_queue, e.value, :u_priority, :u_max_attempts, t.run_at, t.now, :u_meta,
+       CASE WHEN t.run_at > t.now THEN 'scheduled' ELSE 'available' END
+FROM (SELECT n.now, COALESCE(:u_at, n.now + COALESCE(:u_delay, 0)) AS run_at
+      FROM (SELECT (julianday('now') - 2440587.5) * 86400.0 AS now) AS n) AS t,
+     json_each(:j_args) AS e
+ORDER BY e.key;
+SELECT json_group_array(id) AS ids, min(state) AS state, min(run_at) AS run_at,
+       min(created_at) AS created_at
+FROM rota_jobs
+WHERE id > last_insert_rowid() - changes() AND id <= last_insert_rowid()
+
 -- name: job_insert_one
 -- job_insert_many for one job (a JSON array `j` of one object).
 -- include: job_insert_many
