@@ -22,13 +22,13 @@ SKIPPED = {
     "rota_migrations": "the target records its own migrations",
     "rota_leaders": "leadership is re-elected on the target",
     "rota_presence": "live workers register on the target when they start",
-    # PostgreSQL's kept counts (0019): the target's triggers count the jobs as they are
-    # copied in; copying the source's too would count every job twice.
-    "rota_job_counts": "the target counts the jobs as they arrive",
-    "rota_job_deltas": "the target counts the jobs as they arrive",
-    "rota_job_marks": "the target counts the jobs as they arrive",
-    "rota_job_flow": "throughput per minute starts again on the target",
-    "rota_workers_seen": "workers are seen again on the target",
+    # The kept counts (0019): the target derives them from the copied jobs at the end
+    # (CopyWriter.recount), the last day's throughput and workers from the jobs' times.
+    "rota_job_counts": "the target counts the copied jobs",
+    "rota_job_deltas": "the target counts the copied jobs",
+    "rota_job_marks": "the target counts the copied jobs",
+    "rota_job_flow": "the target draws the last day's throughput from the copied jobs",
+    "rota_workers_seen": "the target lists the last day's workers from the copied jobs",
 }
 
 Transform = Callable[[Any], Any]
@@ -260,6 +260,7 @@ def copy_installation(
                     progress(name, read, max(total or 0, read))
             results.append(TableCopy(name, read, writer.count(name)))
         writer.advance_sequences()
+        writer.recount()
         wrong = [t for t in results if not t.ok]
         if wrong:
             # Raising rolls the whole target transaction back: nothing half-copied stays.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from typing import Any
 
 import psycopg
@@ -17,6 +18,8 @@ import rota.testing
 from rota.auth.store import TokenStore
 from rota.cli.main import cli
 from rota.copier import copy_installation
+from rota.web.records import SeriesPoint
+from rota.web.store import WebStore
 from tests.helpers import fast_settings, run_worker_until
 
 
@@ -54,10 +57,24 @@ def installation(sqlite_url: str) -> rota.App:
     return app
 
 
+def _flow(series: list[SeriesPoint]) -> dict[str, int]:
+    """Jobs per kind (enqueued, completed, ...) over a queue series' buckets."""
+    flow: dict[str, int] = {}
+    for point in series:
+        flow[point.kind] = flow.get(point.kind, 0) + point.count
+    return flow
+
+
 def test_copy_moves_everything_and_a_worker_carries_on(
     installation: rota.App, sqlite_url: str, pg_url: str
 ) -> None:
     source = installation
+    with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as conn:
+        # A history made three hours ago.
+        conn.execute(
+            "UPDATE rota_jobs SET created_at = created_at - 10800, "
+            "attempted_at = attempted_at - 10800, finished_at = finished_at - 10800"
+        )
     before = {j.id: j for j in source.list_jobs(limit=1000)}
     runner = CliRunner()
     dry = runner.invoke(
@@ -97,6 +114,18 @@ def test_copy_moves_everything_and_a_worker_carries_on(
             slot = (job.queue, str(job.state))
             expected[slot] = expected.get(slot, 0) + 1
         assert {k: v for k, v in counted.items() if v} == expected
+        # Throughput comes from the jobs' own times (three hours ago), not from when the
+        # copy wrote them: nothing in the last hour, all of them in the last day.
+        web = WebStore(target.driver)
+        assert _flow(web.queue_series(3600.0, 60.0)) == {}
+        finished = [j for j in after.values() if j.state.finished]
+        assert _flow(web.queue_series(86400.0, 86400.0)) == {
+            "enqueued": len(after),
+            **{
+                str(state): sum(1 for j in finished if j.state is state)
+                for state in {j.state for j in finished}
+            },
+        }
         for job_id, old in before.items():
             new = after[job_id]
             assert (new.task, new.state, new.args, new.result, new.key, new.checkpoint) == (

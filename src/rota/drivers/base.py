@@ -260,6 +260,11 @@ class CopyWriter(Protocol):
 
     def advance_sequences(self) -> None: ...
 
+    def recount(self) -> None:
+        """Derive what the database keeps about the jobs (counts per state, throughput
+        per minute, workers seen) from the copied rows' own times, not from their arrival."""
+        ...
+
 
 class CopyStore(Protocol):
     """Table-driven reads and bulk writes of rota's own tables, to move an installation

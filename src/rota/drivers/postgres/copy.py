@@ -11,6 +11,7 @@ import psycopg
 from psycopg import sql
 
 from rota.drivers.base import CopyColumn
+from rota.drivers.postgres.database import SCRIPTS
 from rota.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -53,6 +54,11 @@ class PostgresCopyWriter:
                     sql.Literal(table), sql.Literal(column), sql.Identifier(column), _table(table)
                 )
             )
+
+
+    def recount(self) -> None:
+        for statement in SCRIPTS["copy_recount"]:
+            self._cur.execute(statement)
 
 
 class PostgresCopyStore:

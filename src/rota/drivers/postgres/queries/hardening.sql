@@ -70,6 +70,30 @@ SELECT r.rolname AS name, shobj_description(r.oid, 'pg_authid') AS comment
 FROM pg_roles r WHERE r.rolname = ANY(%(names)s)
 ORDER BY r.rolname
 
+-- name: copy_recount
+-- The end of `rota db copy`: the kept counts (0019) recounted from the copied jobs, and
+-- the last day's throughput and workers taken from the jobs' own times, as 0019 seeded them.
+-- The triggers counted each copied row as it arrived, as enqueued (and finished) in the
+-- minute of the copy: the whole history in one spike on the charts. (The target held no
+-- jobs before the copy, and the copy is one transaction.)
+DELETE FROM rota_job_deltas;
+DELETE FROM rota_job_counts;
+DELETE FROM rota_job_flow;
+DELETE FROM rota_workers_seen;
+INSERT INTO rota_job_counts (queue, state, n)
+SELECT queue, state, count(*) FROM rota_jobs GROUP BY queue, state;
+INSERT INTO rota_job_flow (queue, kind, minute, n)
+SELECT queue, 'enqueued', date_trunc('minute', created_at), count(*) FROM rota_jobs
+WHERE created_at >= now() - interval '1 day' GROUP BY 1, 2, 3
+UNION ALL
+SELECT queue, state, date_trunc('minute', finished_at), count(*) FROM rota_jobs
+WHERE state IN ('completed', 'discarded', 'cancelled') AND finished_at >= now() - interval '1 day'
+GROUP BY 1, 2, 3;
+INSERT INTO rota_workers_seen (worker, queue, last_seen)
+SELECT worker, queue, max(attempted_at) FROM rota_jobs
+WHERE worker IS NOT NULL AND attempted_at >= now() - interval '1 day'
+GROUP BY worker, queue
+
 -- name: copy_columns
 -- Every column of rota's tables in the current schema with its type name (for `rota db copy`).
 SELECT c.relname AS table_name, a.attname AS column_name, t.typname AS type_name
