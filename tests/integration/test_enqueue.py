@@ -139,10 +139,14 @@ def test_bulk_enqueues_running_at_once_each_get_their_own_ids(app: rota.App) -> 
     stored = {job.id: job for job in app.list_jobs(task=make_ticket.name, limit=10_000)}
     assert len(stored) == 8000
     for job in jobs:
-        assert stored[job.id].args == job.args == {
-            "order_id": job.args["order_id"],
-            "seat": f"s{job.args['order_id']}",
-        }
+        assert (
+            stored[job.id].args
+            == job.args
+            == {
+                "order_id": job.args["order_id"],
+                "seat": f"s{job.args['order_id']}",
+            }
+        )
         assert (stored[job.id].state, stored[job.id].run_at) == (job.state, job.run_at)
 
 

@@ -55,7 +55,6 @@ class PostgresCopyWriter:
                 )
             )
 
-
     def recount(self) -> None:
         for statement in SCRIPTS["copy_recount"]:
             self._cur.execute(statement)
