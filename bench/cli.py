@@ -326,24 +326,28 @@ def steady(db: Database, command: WorkerCommand, seconds: float) -> float:
 
 
 def done_and_backlog(app: rota.app.App, queue: str = QUEUE) -> tuple[int, int]:
-    """Jobs of `queue` completed, and waiting or running, from rota's kept counts (cheap
-    beside any history, unlike counting rows)."""
+    """Jobs of `queue` finished (completed or dead-lettered), and waiting or running, from
+    rota's kept counts (cheap beside any history, unlike counting rows)."""
     for report in app.driver.queue_list():
         if report.name == queue:
             c = report.counts
-            return c.get("completed", 0), c.get("available", 0) + c.get("running", 0)
+            done = c.get("completed", 0) + c.get("discarded", 0)
+            return done, c.get("available", 0) + c.get("running", 0)
     return 0, 0
 
 
-def live(db: Database, jobs: int, queue: str, backlog: int = 5_000) -> None:
-    """Run `jobs` no-op jobs of `queue` through a `rota worker`, fed steadily (at most
-    `backlog` waiting), to the end: a history made the way a deployment makes it, each
-    job inserted, claimed and completed in transactions of its own while autovacuum
-    runs, instead of rows written finished with SQL."""
+def live(
+    db: Database, jobs: int, queue: str, backlog: int = 5_000, task_name: str = tasks.NOOP_ASYNC
+) -> None:
+    """Run `jobs` jobs of `task_name` (a no-op; `tasks.FAIL_ONCE` for dead letters) on
+    `queue` through a `rota worker`, fed steadily (at most `backlog` waiting), to the end:
+    a history made the way a deployment makes it, each job inserted, claimed and finished
+    in transactions of its own while autovacuum runs, instead of rows written finished
+    with SQL."""
     batch = 1_000
     with tasks.make_app(db.url) as app, running(WorkerCommand(100, queue=queue), db) as worker:
         worker.wait_ready()
-        task = app.get_task(tasks.NOOP_ASYNC)
+        task = app.get_task(task_name)
         sent = 0
         while True:
             worker.check_alive()

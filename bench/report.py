@@ -83,9 +83,14 @@ RATIOS: dict[str, tuple[str, str]] = {
     "ratio_enqueue_bulk_pgqueuer": ("enqueue_bulk", "pgqueuer_enqueue_bulk"),
     "ratio_features": ("drain_features", "drain_cli"),
 }
-SIZE_KEY = re.compile(r"^size_(finished|dead|lived)_(\d+)_(\w+)$")
+SIZE_KEY = re.compile(r"^size_(finished|dead|lived|lived_dead)_(\d+)_(\w+)$")
 # What N rows of each size variant are, in the tables (bench/sizes.py).
-SIZE_WHAT = {"finished": "finished jobs", "dead": "dead letters", "lived": "lived jobs"}
+SIZE_WHAT = {
+    "finished": "finished jobs",
+    "dead": "dead letters",
+    "lived": "lived jobs",
+    "lived_dead": "lived dead letters",
+}
 SIZE_MEASURES = {
     "drain": ("drain", "jobs/s"),
     "drain_empty": ("drain, empty table in the same rounds", "jobs/s"),

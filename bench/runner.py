@@ -136,8 +136,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--lived",
         action="store_true",
         help="size scenarios beside a history run through rota (a worker fed steadily on "
-        "the `history` queue, about 3 minutes per million jobs) instead of finished jobs "
-        "and dead letters written with SQL",
+        "the `history` queue, about 3 minutes per million jobs): completed no-op jobs, then "
+        "dead letters of a task that fails at once, instead of finished jobs and dead "
+        "letters written with SQL",
     )
     parser.add_argument(
         "--size-rounds",
@@ -534,7 +535,11 @@ class Bench:
         samples = max(50, self.args.samples // 3)
         plan = [("finished", 0)]
         for n in self.args.finished:
-            plan += [("lived", n)] if self.args.lived else [("finished", n), ("dead", n)]
+            plan += (
+                [("lived", n), ("lived_dead", n)]
+                if self.args.lived
+                else [("finished", n), ("dead", n)]
+            )
         for variant, n in plan:
             try:
                 self.size(dialect, values, variant, n, samples)

@@ -5,7 +5,9 @@ discarded (three failed attempts with tracebacks), finished over the last 12 hou
 `dead`: N dead letters, discarded over the last 7 days. Both stay inside the default
 retention (24 hours completed, 14 days discarded), so the pruner leaves them alone.
 `lived`: N no-op jobs run through a `rota worker` on the `history` queue, fed steadily,
-as a deployment makes its history (slower: about 3 minutes per million on this machine).
+as a deployment makes its history (slower: about 3 minutes per million on this machine);
+`lived_dead`: the same with a task that fails at once, for good: N dead letters, each with
+its attempt and traceback, written the way a worker writes them.
 Rows written finished fill every page to its end and leave a small gap on each, which a
 burst of new jobs then takes one job per page; a lived history leaves the space of each
 job's earlier row versions, where new jobs land densely (docs/benchmarks.md)."""
@@ -19,10 +21,10 @@ import time
 
 import psycopg
 
-from bench import cli
+from bench import cli, tasks
 from bench.db import BenchError, Database, pg_connect, settle, sqlite_connect
 
-VARIANTS = ("finished", "dead", "lived")
+VARIANTS = ("finished", "dead", "lived", "lived_dead")
 LIVED_QUEUE = "history"
 CHUNK = 200_000  # rows per INSERT statement (one transaction each)
 WORKER = "worker-7.shop.internal:4242:a1b2c3"
@@ -126,8 +128,9 @@ def _fill(db: Database, n: int, variant: str) -> float:
     started = time.perf_counter()
     if n <= 0:
         return 0.0
-    if variant == "lived":
-        cli.live(db, n, LIVED_QUEUE)
+    if variant in ("lived", "lived_dead"):
+        task = tasks.NOOP_ASYNC if variant == "lived" else tasks.FAIL_ONCE
+        cli.live(db, n, LIVED_QUEUE, task_name=task)
         settle(db)
         return time.perf_counter() - started
     dead = variant == "dead"

@@ -14,6 +14,8 @@ QUEUE = "bench"
 NOOP_ASYNC = "bench.noop_async"
 NOOP_SYNC = "bench.noop_sync"
 STAMP = "bench.stamp"
+# Fails at once and for good: a dead letter (the `lived_dead` size history).
+FAIL_ONCE = "bench.fail_once"
 
 # Where `bench.stamp` reports (seq, time.monotonic() at start): in a `rota worker` of the
 # latency measurement, a Unix datagram socket named by $ROTA_BENCH_STAMPS (bench/cli_app.py).
@@ -35,7 +37,7 @@ def socket_sink() -> Callable[[int, float], None] | None:
 
 
 def make_app(url: str) -> rota.App:
-    """An App on `url` with the benchmark's three tasks, all on the `bench` queue."""
+    """An App on `url` with the benchmark's tasks, all on the `bench` queue."""
     app = rota.App(url)
 
     @app.task(name=NOOP_ASYNC, queue=QUEUE)
@@ -45,6 +47,10 @@ def make_app(url: str) -> rota.App:
     @app.task(name=NOOP_SYNC, queue=QUEUE)
     def noop_sync(n: int = 0) -> None:
         return None
+
+    @app.task(name=FAIL_ONCE, queue=QUEUE, max_attempts=1)
+    async def fail_once(n: int = 0) -> None:
+        raise RuntimeError(f"order {n}: the card was declined")
 
     @app.task(name=STAMP, queue=QUEUE)
     async def stamp(seq: int) -> None:
