@@ -190,6 +190,8 @@ def test_sqlite_transaction_commit_and_rollback(sqlite_url: str) -> None:
         conn.execute("BEGIN IMMEDIATE")
         conn.execute("INSERT INTO orders (id) VALUES (1)")
         kept = make_ticket.enqueue(order_id=1, conn=conn)
+        conn.execute("INSERT INTO orders (id) VALUES (10)")  # a rowid of the caller's
+        many = make_ticket.enqueue_many([{"order_id": 3}, {"order_id": 4}], conn=conn)
         conn.execute("COMMIT")
 
         conn.execute("BEGIN IMMEDIATE")
@@ -197,8 +199,10 @@ def test_sqlite_transaction_commit_and_rollback(sqlite_url: str) -> None:
         make_ticket.enqueue(order_id=2, conn=conn)
         conn.execute("ROLLBACK")
 
-        assert [j.id for j in app.list_jobs()] == [kept.id]
-        assert conn.execute("SELECT id FROM orders").fetchall() == [(1,)]
+        stored = {j.id: j.args for j in app.list_jobs()}
+        assert stored == {kept.id: {"order_id": 1}, **{j.id: j.args for j in many}}
+        assert [j.args for j in many] == [{"order_id": 3}, {"order_id": 4}]
+        assert conn.execute("SELECT id FROM orders").fetchall() == [(1,), (10,)]
         assert conn.row_factory is None  # rota did not change the caller's connection
         conn.close()
 
