@@ -24,7 +24,7 @@ from typing import Any
 import rota
 import rota.app
 from bench import tasks
-from bench.db import BenchError, Database, pg_connect, sqlite_connect
+from bench.db import BenchError, Database, pg_connect, sqlite_connect, vacuum_stand_in
 from bench.tasks import QUEUE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -342,10 +342,14 @@ def live(
     """Run `jobs` jobs of `task_name` (a no-op; `tasks.FAIL_ONCE` for dead letters) on
     `queue` through a `rota worker`, fed steadily (at most `backlog` waiting), to the end:
     a history made the way a deployment makes it, each job inserted, claimed and finished
-    in transactions of its own while autovacuum runs, instead of rows written finished
-    with SQL."""
+    in transactions of its own while (auto)vacuum runs, instead of rows written finished
+    with SQL. Where the server's autovacuum is off, a VACUUM every minute stands in."""
     batch = 1_000
-    with tasks.make_app(db.url) as app, running(WorkerCommand(100, queue=queue), db) as worker:
+    with (
+        vacuum_stand_in(db),
+        tasks.make_app(db.url) as app,
+        running(WorkerCommand(100, queue=queue), db) as worker,
+    ):
         worker.wait_ready()
         task = app.get_task(task_name)
         sent = 0

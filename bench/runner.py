@@ -134,11 +134,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--lived",
-        action="store_true",
+        nargs="?",
+        const="both",
+        choices=("both", "completed", "dead"),
         help="size scenarios beside a history run through rota (a worker fed steadily on "
         "the `history` queue, about 3 minutes per million jobs): completed no-op jobs, then "
-        "dead letters of a task that fails at once, instead of finished jobs and dead "
-        "letters written with SQL",
+        "dead letters of a task that fails at once (`--lived completed` or `--lived dead` "
+        "for one of them), instead of finished jobs and dead letters written with SQL",
     )
     parser.add_argument(
         "--size-rounds",
@@ -535,11 +537,13 @@ class Bench:
         samples = max(50, self.args.samples // 3)
         plan = [("finished", 0)]
         for n in self.args.finished:
-            plan += (
-                [("lived", n), ("lived_dead", n)]
-                if self.args.lived
-                else [("finished", n), ("dead", n)]
-            )
+            if not self.args.lived:
+                plan += [("finished", n), ("dead", n)]
+                continue
+            if self.args.lived in ("both", "completed"):
+                plan.append(("lived", n))
+            if self.args.lived in ("both", "dead"):
+                plan.append(("lived_dead", n))
         for variant, n in plan:
             try:
                 self.size(dialect, values, variant, n, samples)

@@ -27,13 +27,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import rota
 from bench import soak_app
-from bench.db import fresh_database, pg_connect
+from bench.db import fresh_database, pg_connect, vacuum_stand_in
 
 PG_URL = os.environ.get("ROTA_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -123,20 +122,11 @@ FROM generate_series(1, %s) AS g
 """
 
 
-def _vacuum_stand_in(url: str, every: float, stop: threading.Event) -> None:
-    with pg_connect(url) as conn:
-        if conn.execute("SHOW autovacuum").fetchone() == ("on",):
-            return
-        print(f"autovacuum is off on this server: VACUUM rota_jobs every {every:.0f} s")
-        while not stop.wait(every):
-            conn.execute("VACUUM rota_jobs")
-
-
 def retention(rate: int, minutes: float, keep: str, vacuum_every: float) -> None:
-    with fresh_database("postgres", pg_url=PG_URL, tmpdir=None) as db:
-        stop = threading.Event()
-        vacuum = threading.Thread(target=_vacuum_stand_in, args=(db.url, vacuum_every, stop))
-        vacuum.start()
+    with (
+        fresh_database("postgres", pg_url=PG_URL, tmpdir=None) as db,
+        vacuum_stand_in(db, vacuum_every),
+    ):
         folder = Path(tempfile.mkdtemp(prefix="rota-soak-"))
         leader = _worker(
             db.url, folder / "leader.log", "--queues", "soak=1", "--retention", f"completed={keep}"
@@ -168,9 +158,7 @@ def retention(rate: int, minutes: float, keep: str, vacuum_every: float) -> None
                         next_sample += 10
                     time.sleep(max(0.0, tick - (time.monotonic() - now)))
         finally:
-            stop.set()
             _stop([leader])
-            vacuum.join()
         achieved = written / (time.monotonic() - started)
         half = len(samples) // 2
         late = samples[half:]
