@@ -24,11 +24,11 @@ SKIPPED = {
     "rota_presence": "live workers register on the target when they start",
     # The kept counts (0019): the target derives them from the copied jobs at the end
     # (CopyWriter.recount), the last day's throughput and workers from the jobs' times.
-    "rota_job_counts": "the target counts the copied jobs",
-    "rota_job_deltas": "the target counts the copied jobs",
-    "rota_job_marks": "the target counts the copied jobs",
-    "rota_job_flow": "the target draws the last day's throughput from the copied jobs",
-    "rota_workers_seen": "the target lists the last day's workers from the copied jobs",
+    "rota_job_counts": "recounted on the target from its jobs",
+    "rota_job_deltas": "recounted on the target from its jobs",
+    "rota_job_marks": "recounted on the target from its jobs",
+    "rota_job_flow": "the last day's throughput, drawn on the target from the jobs' times",
+    "rota_workers_seen": "the last day's workers, listed on the target from the jobs",
 }
 
 Transform = Callable[[Any], Any]

@@ -59,6 +59,30 @@ SELECT 'main' AS name
 -- SQLite has no roles: none.
 SELECT NULL AS name, NULL AS comment WHERE 0
 
+-- name: copy_recount
+-- The end of a copy into this database (`rota db copy` writes only to PostgreSQL today;
+-- kept so the dialects answer the same names): the finished jobs' counters and the last
+-- day's throughput from the jobs themselves, as 0019 seeded them, instead of what the
+-- triggers saw as the rows arrived.
+DELETE FROM rota_job_counts;
+DELETE FROM rota_job_marks;
+DELETE FROM rota_job_flow;
+INSERT INTO rota_job_counts (queue, state, worker, n, entered, last_at)
+SELECT queue, state, COALESCE(worker, ''), count(*), count(*), max(finished_at) FROM rota_jobs
+WHERE state IN ('completed', 'discarded', 'cancelled') GROUP BY queue, state, 3;
+INSERT INTO rota_job_marks (queue, state, worker, entered)
+SELECT queue, state, worker, entered FROM rota_job_counts;
+INSERT INTO rota_job_marks (queue, state, worker, entered)
+SELECT '', 'enqueued', '', COALESCE(max(id), 0) FROM rota_jobs;
+INSERT INTO rota_job_flow (minute, queue, kind, n)
+SELECT CAST(created_at / 60 AS INTEGER) * 60 AS m, queue, 'enqueued', count(*) FROM rota_jobs
+WHERE created_at >= (julianday('now') - 2440587.5) * 86400.0 - 86400 GROUP BY m, queue;
+INSERT INTO rota_job_flow (minute, queue, kind, n)
+SELECT CAST(finished_at / 60 AS INTEGER) * 60 AS m, queue, state, count(*) FROM rota_jobs
+WHERE state IN ('completed', 'discarded', 'cancelled')
+  AND finished_at >= (julianday('now') - 2440587.5) * 86400.0 - 86400
+GROUP BY m, queue, state
+
 -- name: copy_columns
 -- Every column of rota's tables with its declared type (for `rota db copy`).
 SELECT m.name AS table_name, p.name AS column_name, lower(p.type) AS type_name
