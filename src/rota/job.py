@@ -7,7 +7,7 @@ import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from rota.errors import InvalidTransitionError
 
@@ -181,15 +181,7 @@ class Job:
     def restore_each(cls, shared: dict[str, Any], each: Iterable[dict[str, Any]]) -> list[Job]:
         """Jobs that share most of their fields (one bulk enqueue), as `restore` makes
         them, with the defaults and `shared` merged once instead of once a job."""
-        template = {**_JOB_DEFAULTS, **shared}
-        jobs = []
-        for fields in each:
-            job = object.__new__(cls)
-            values = job.__dict__
-            values.update(template)
-            values.update(fields)
-            jobs.append(job)
-        return jobs
+        return restore_each(cls, {**_JOB_DEFAULTS, **shared}, each)
 
     @property
     def args_encrypted(self) -> bool:
@@ -231,6 +223,24 @@ class Job:
             "tenant": self.tenant,
             "history": [a.to_json() for a in self.history],
         }
+
+
+_Restored = TypeVar("_Restored")
+
+
+def restore_each(
+    cls: type[_Restored], template: dict[str, Any], each: Iterable[dict[str, Any]]
+) -> list[_Restored]:
+    """Instances of the frozen dataclass `cls` without its `__init__` (which sets every
+    field through `object.__setattr__`): each gets `template`'s fields, then its own."""
+    made = []
+    for fields in each:
+        item = object.__new__(cls)
+        values = item.__dict__
+        values.update(template)
+        values.update(fields)
+        made.append(item)
+    return made
 
 
 # The defaults of Job's fields, for Job.restore (`meta`, whose default is a factory, excepted).

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from rota.drivers.catalog import CatalogStore
 from rota.drivers.database import Database
 from rota.drivers.deadlines import Deadlines
-from rota.job import Job, JobState
+from rota.job import Job, JobState, restore_each
 
 if TYPE_CHECKING:  # presence reads RescueReport from here
     from rota.drivers.presence import PresenceStore
@@ -71,15 +71,7 @@ class JobInsert:
     ) -> list[JobInsert]:
         """Rows that share most of their fields (one `enqueue_many`), as `restore` makes
         them, with the defaults and `shared` merged once instead of once a row."""
-        template = {**_INSERT_DEFAULTS, **shared}
-        rows = []
-        for fields in each:
-            row = object.__new__(cls)
-            values = row.__dict__
-            values.update(template)
-            values.update(fields)
-            rows.append(row)
-        return rows
+        return restore_each(cls, {**_INSERT_DEFAULTS, **shared}, each)
 
 
 # The defaults of JobInsert's fields, for JobInsert.restore.
