@@ -171,11 +171,7 @@ class Job:
         `object.__setattr__`, which is a third of the Python time of an enqueue or a claim.
         Fields not given take their defaults; `meta` must be given (its default is a
         fresh dict)."""
-        job = object.__new__(cls)
-        values = job.__dict__
-        values.update(_JOB_DEFAULTS)
-        values.update(fields)
-        return job
+        return restored(cls, _JOB_DEFAULTS, fields)
 
     @classmethod
     def restore_each(cls, shared: dict[str, Any], each: Iterable[dict[str, Any]]) -> list[Job]:
@@ -228,19 +224,21 @@ class Job:
 _Restored = TypeVar("_Restored")
 
 
+def restored(cls: type[_Restored], template: dict[str, Any], fields: dict[str, Any]) -> _Restored:
+    """An instance of the frozen dataclass `cls` without its `__init__` (which sets every
+    field through `object.__setattr__`): `template`'s fields, then its own."""
+    item = object.__new__(cls)
+    values = item.__dict__
+    values.update(template)
+    values.update(fields)
+    return item
+
+
 def restore_each(
     cls: type[_Restored], template: dict[str, Any], each: Iterable[dict[str, Any]]
 ) -> list[_Restored]:
-    """Instances of the frozen dataclass `cls` without its `__init__` (which sets every
-    field through `object.__setattr__`): each gets `template`'s fields, then its own."""
-    made = []
-    for fields in each:
-        item = object.__new__(cls)
-        values = item.__dict__
-        values.update(template)
-        values.update(fields)
-        made.append(item)
-    return made
+    """`restored` for many instances that share `template`."""
+    return [restored(cls, template, fields) for fields in each]
 
 
 # The defaults of Job's fields, for Job.restore (`meta`, whose default is a factory, excepted).

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from rota.drivers.catalog import CatalogStore
 from rota.drivers.database import Database
 from rota.drivers.deadlines import Deadlines
-from rota.job import Job, JobState, restore_each
+from rota.job import Job, JobState, restore_each, restored
 
 if TYPE_CHECKING:  # presence reads RescueReport from here
     from rota.drivers.presence import PresenceStore
@@ -59,11 +59,7 @@ class JobInsert:
     def restore(cls, fields: dict[str, Any]) -> JobInsert:
         """A row from fields already validated (Task.build), without the frozen
         dataclass's `__init__`, which costs as much as validating the arguments."""
-        row = object.__new__(cls)
-        values = row.__dict__
-        values.update(_INSERT_DEFAULTS)
-        values.update(fields)
-        return row
+        return restored(cls, _INSERT_DEFAULTS, fields)
 
     @classmethod
     def restore_each(

@@ -191,7 +191,8 @@ class SQLDriver:
         c = self._database.codec
         if all(_plain(r) for r in rows):
             first = rows[0]
-            if len(rows) > 1 and all(_shared(r) == _shared(first) for r in rows):
+            shared = _shared(first)
+            if len(rows) > 1 and all(_shared(r) == shared for r in rows):
                 return "job_insert_many_uniform", {
                     "u_task": first.task,
                     "u_queue": first.queue,
