@@ -343,18 +343,24 @@ def done_and_backlog(app: rota.app.App, queue: str = QUEUE) -> tuple[int, int]:
 
 
 def live(
-    db: Database, jobs: int, queue: str, backlog: int = 5_000, task_name: str = tasks.NOOP_ASYNC
+    db: Database,
+    jobs: int,
+    queue: str,
+    backlog: int = 5_000,
+    task_name: str = tasks.NOOP_ASYNC,
+    processes: int = 1,
 ) -> None:
     """Run `jobs` jobs of `task_name` (a no-op; `tasks.FAIL_ONCE` for dead letters) on
     `queue` through a `rota worker`, fed steadily (at most `backlog` waiting), to the end:
     a history made the way a deployment makes it, each job inserted, claimed and finished
     in transactions of its own while (auto)vacuum runs, instead of rows written finished
-    with SQL. Where the server's autovacuum is off, a VACUUM every minute stands in."""
+    with SQL. `processes` worker processes of 100 slots each share the work. Where the
+    server's autovacuum is off, a VACUUM every minute stands in."""
     batch = 1_000
     with (
         vacuum_stand_in(db),
         tasks.make_app(db.url) as app,
-        running(WorkerCommand(100, queue=queue), db) as worker,
+        running(WorkerCommand(100, processes=processes, queue=queue), db) as worker,
     ):
         worker.wait_ready()
         task = app.get_task(task_name)

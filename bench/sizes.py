@@ -110,19 +110,20 @@ def _dead_history(dialect: str, span: float) -> str:
     return json.dumps(entries)
 
 
-def fill(db: Database, n: int, variant: str) -> float:
+def fill(db: Database, n: int, variant: str, processes: int = 1) -> float:
     """Write `n` finished jobs of `variant` into `db`, then refresh the statistics
-    (VACUUM ANALYZE / ANALYZE); returns the seconds it took. The SQL names rota's columns:
+    (VACUUM ANALYZE / ANALYZE); returns the seconds it took. A lived history is made by a
+    worker of `processes` processes. The SQL names rota's columns:
     a schema change there is reported as a BenchError, not a crash."""
     try:
-        return _fill(db, n, variant)
+        return _fill(db, n, variant, processes)
     except (psycopg.Error, sqlite3.Error) as exc:
         raise BenchError(
             f"filling {n:,} {variant} jobs failed (rota's schema changed?): {exc}"
         ) from exc
 
 
-def _fill(db: Database, n: int, variant: str) -> float:
+def _fill(db: Database, n: int, variant: str, processes: int) -> float:
     if variant not in VARIANTS:
         raise ValueError(f"unknown size variant {variant!r}")
     started = time.perf_counter()
@@ -130,7 +131,7 @@ def _fill(db: Database, n: int, variant: str) -> float:
         return 0.0
     if variant in ("lived", "lived_dead"):
         task = tasks.NOOP_ASYNC if variant == "lived" else tasks.FAIL_ONCE
-        cli.live(db, n, LIVED_QUEUE, task_name=task)
+        cli.live(db, n, LIVED_QUEUE, task_name=task, processes=processes)
         settle(db)
         return time.perf_counter() - started
     dead = variant == "dead"

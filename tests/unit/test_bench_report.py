@@ -124,6 +124,26 @@ def test_size_options_accept_lists_and_repeats() -> None:
         parse_args(["--finished", "lots"])
 
 
+def test_a_lived_history_is_made_by_one_worker_process_unless_asked_and_zeros_are_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert parse_args(["--lived", "dead"]).lived_processes == 1
+    assert parse_args(["--lived", "--lived-processes", "2"]).lived_processes == 2
+    with pytest.raises(SystemExit):
+        parse_args(["--lived-processes", "0"])
+    assert "--lived-processes must be at least 1" in capsys.readouterr().err
+    # A 0 given is refused, not taken for "the default".
+    with pytest.raises(SystemExit):
+        parse_args(["--size-rounds", "0"])
+    assert "--size-rounds must be at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parse_args(["--runs", "0"])
+    assert "--runs must be at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parse_args(["--steady-seconds", "0"])
+    assert "--steady-seconds must be more than 0" in capsys.readouterr().err
+
+
 def test_markdown_shows_the_tables_and_the_targets() -> None:
     values = run(
         drain_cli=9_000,
