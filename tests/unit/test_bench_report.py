@@ -124,24 +124,27 @@ def test_size_options_accept_lists_and_repeats() -> None:
         parse_args(["--finished", "lots"])
 
 
-def test_a_lived_history_is_made_by_one_worker_process_unless_asked_and_zeros_are_refused(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_a_lived_history_is_made_by_one_worker_process_unless_asked() -> None:
     assert parse_args(["--lived", "dead"]).lived_processes == 1
     assert parse_args(["--lived", "--lived-processes", "2"]).lived_processes == 2
+
+
+@pytest.mark.parametrize(
+    ("option", "error"),
+    [
+        ("--lived-processes", "at least 1"),
+        ("--size-rounds", "at least 1"),
+        ("--runs", "at least 1"),
+        ("--jobs", "at least 1"),
+        ("--steady-seconds", "more than 0"),
+    ],
+)
+def test_a_zero_given_is_refused_not_taken_for_the_default(
+    option: str, error: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit):
-        parse_args(["--lived-processes", "0"])
-    assert "--lived-processes must be at least 1" in capsys.readouterr().err
-    # A 0 given is refused, not taken for "the default".
-    with pytest.raises(SystemExit):
-        parse_args(["--size-rounds", "0"])
-    assert "--size-rounds must be at least 1" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        parse_args(["--runs", "0"])
-    assert "--runs must be at least 1" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        parse_args(["--steady-seconds", "0"])
-    assert "--steady-seconds must be more than 0" in capsys.readouterr().err
+        parse_args([option, "0"])
+    assert f"{option} must be {error}" in capsys.readouterr().err
 
 
 def test_markdown_shows_the_tables_and_the_targets() -> None:
