@@ -215,10 +215,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.idle_seconds = _given(args.idle_seconds, 3.0 if quick else 10.0)
     args.size_rounds = _given(args.size_rounds, 1 if quick else 3)
     args.steady_seconds = _given(args.steady_seconds, 5.0 if quick else 20.0)
-    if args.quiet_wait is None:
-        args.quiet_wait = 0.0 if quick else 20.0
-    if args.measure_wait is None:
-        args.measure_wait = 0.0 if quick else 5.0
+    args.quiet_wait = _given(args.quiet_wait, 0.0 if quick else 20.0)
+    args.measure_wait = _given(args.measure_wait, 0.0 if quick else 5.0)
     if args.sizes is not None:
         args.finished = [*(args.finished or []), args.sizes]
         args.only = args.only or ["sizes"]
@@ -226,12 +224,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.finished = (
         finished if args.finished else list(QUICK_FINISHED if quick else DEFAULT_FINISHED)
     )
-    for name in ("jobs", "runs", "single", "samples", "size_rounds", "lived_processes"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be at least 1")
-    for name in ("concurrency", "processes"):
+    # --concurrency and --processes stay None unless given: the best found per dialect.
+    for name in (
+        "jobs",
+        "runs",
+        "single",
+        "samples",
+        "size_rounds",
+        "lived_processes",
+        "concurrency",
+        "processes",
+    ):
         if getattr(args, name) is not None and getattr(args, name) < 1:
-            parser.error(f"--{name} must be at least 1")
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
     for name in ("idle_seconds", "steady_seconds"):
         if not getattr(args, name) > 0:
             parser.error(f"--{name.replace('_', '-')} must be more than 0")
