@@ -180,7 +180,9 @@ class Running:
     def __init__(
         self, command: WorkerCommand, db: Database, env: dict[str, str] | None = None
     ) -> None:
-        env = dict(os.environ, ROTA_DATABASE_URL=db.url, PYTHONPATH=str(ROOT), **(env or {}))
+        # This checkout's rota and bench, whatever the virtualenv has installed.
+        path = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
+        env = dict(os.environ, ROTA_DATABASE_URL=db.url, PYTHONPATH=path, **(env or {}))
         env.pop("ROTA_DATABASE_URL_FILE", None)
         self.command = command
         self.proc = subprocess.Popen(
