@@ -18,9 +18,6 @@ import psycopg
 import pytest
 
 import rota
-from rota.drivers.base import AsyncClaims, Claim
-from rota.drivers.deadlines import call_deadline
-from rota.errors import DatabaseUnavailableError
 from rota.telemetry.prometheus import render_text
 from rota.worker.health import LoopMonitor, WorkerHealth
 from rota.worker.metrics import worker_registry
@@ -162,49 +159,6 @@ def test_1_a_transaction_on_a_silent_link_is_cut_and_its_slot_comes_back(
         finally:
             part.proxy.forward()
             await stopped(worker, task)
-
-    asyncio.run(scenario())
-
-
-def test_1_a_claim_on_a_silent_link_is_cut_at_its_deadline(part: Partition) -> None:
-    """The worker claims on the event loop (psycopg's AsyncConnection): a claim sent into
-    a silent link fails at its deadline, looked at again when the deadline moves on (as a
-    renewed lease moves a job's), not before; after the heal the next claim works."""
-    driver = part.app.driver
-    assert isinstance(driver, AsyncClaims)
-    claim = Claim("default", 10, "w1", LEASE)
-
-    @part.task()
-    def nothing() -> None:
-        pass
-
-    async def scenario() -> None:
-        with call_deadline(lambda: time.monotonic() + 5):
-            assert (await driver.job_fetch_async(claim)).jobs == []  # the pool is open
-        part.proxy.blackhole()
-        try:
-            sent = time.monotonic()
-            with call_deadline(lambda: sent + 0.5), pytest.raises(DatabaseUnavailableError):
-                await driver.job_fetch_async(claim)
-            assert 0.5 <= time.monotonic() - sent < 2.0
-            # A deadline read again when it comes: the second look finds it moved to
-            # 1.5 s (as a renewed lease moves a job's), so the cut waits for that.
-            looks: list[float] = []
-
-            def deadline() -> float:
-                looks.append(time.monotonic())
-                return sent + (0.5 if len(looks) == 1 else 1.5)
-
-            sent = time.monotonic()
-            with call_deadline(deadline), pytest.raises(DatabaseUnavailableError):
-                await driver.job_fetch_async(claim)
-            assert 1.4 <= time.monotonic() - sent < 3.0
-        finally:
-            part.proxy.forward()
-        job = nothing.enqueue()
-        with call_deadline(lambda: time.monotonic() + 10):
-            claimed = await driver.job_fetch_async(claim)
-        assert [j.id for j in claimed.jobs] == [job.id]
 
     asyncio.run(scenario())
 

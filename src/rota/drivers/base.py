@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from rota.drivers.catalog import CatalogStore
 from rota.drivers.database import Database
@@ -125,16 +125,6 @@ class Claimed:
     mode: str | None = None  # the queue's mode, when it differs from the one claimed with
     paused: bool = False
     waiting: bool | None = None  # jobs still available after the claim (None: not asked)
-
-
-@runtime_checkable
-class AsyncClaims(Protocol):
-    """A driver that also claims on the worker's event loop (PostgreSQL's AsyncConnection):
-    the same statement and rows as job_fetch, without a hop to a database thread and back
-    between a wake-up and the jobs it brings. A call made under a deadline
-    (rota.drivers.deadlines) has its connection cut when the deadline passes."""
-
-    async def job_fetch_async(self, claim: Claim) -> Claimed: ...
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -337,12 +337,9 @@ class SQLDriver:
         )
 
     def job_fetch(self, claim: Claim) -> Claimed:
-        return self.claimed(self._database.execute(claim.query, self.fetch_params(claim)))
-
-    def fetch_params(self, claim: Claim) -> dict[str, Any]:
-        """The parameters of `claim`'s statement (shared by the blocking and async claim)."""
-        c = self._database.codec
-        return {
+        db = self._database
+        c = db.codec
+        params = {
             "queue": claim.queue,
             "limit": claim.limit,
             "worker": claim.worker,
@@ -350,17 +347,12 @@ class SQLDriver:
             "caps": None if claim.capabilities is None else c.array(list(claim.capabilities)),
             **self._completion_params(claim.completions),
         }
-
-    def claimed(self, rows: Iterable[Row]) -> Claimed:
-        """What a claim statement's rows say: the jobs claimed, the completions accepted,
-        and the queue's mode, pause and whether more are waiting."""
-        c = self._database.codec
         jobs: list[Job] = []
         accepted: set[int] = set()
         mode: str | None = None
         paused = False
         waiting: bool | None = None
-        for row in rows:
+        for row in db.execute(claim.query, params):
             kind = row["kind"]
             if kind == "job":
                 jobs.append(claimed_job(row, c))

@@ -9,12 +9,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from rota.drivers.base import PLAIN, Claim, Claimed
+from rota.drivers.base import PLAIN, Claim, Claimed, Driver
 from rota.job import Job
-from rota.maintenance.service import backoff_delay, log_failure
+from rota.maintenance.service import DbCall, backoff_delay, log_failure
 from rota.worker.completer import Completer, refused_value
 
 if TYPE_CHECKING:
@@ -38,7 +38,8 @@ FAILURE_BACKOFF_MAX = 30.0
 class Fetcher:
     def __init__(
         self,
-        fetch: Callable[[Claim], Awaitable[Claimed]],
+        driver: Driver,
+        db: DbCall,
         *,
         queue: str,
         concurrency: int,
@@ -52,7 +53,8 @@ class Fetcher:
         capabilities: tuple[str, ...] = (),
         gate: Callable[[], bool] = lambda: True,
     ) -> None:
-        self.fetch = fetch  # runs one claim (Worker.fetch_call: on the loop, or a db thread)
+        self.driver = driver
+        self.db = db
         self.queue = queue
         self.concurrency = concurrency
         self.free = concurrency
@@ -147,7 +149,7 @@ class Fetcher:
                 )
                 try:
                     self.claim_sent = time.monotonic()
-                    claimed = await self.fetch(claim)
+                    claimed: Claimed = await self.db(self.driver.job_fetch, claim)
                 except Exception as exc:
                     self.completer.give_back(carried)
                     if carried and refused_value(exc):

@@ -12,12 +12,12 @@ import functools
 import logging
 import signal
 import time
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from rota.app import App, ServiceContext
 from rota.context import Context
-from rota.drivers.base import AsyncClaims, Claim, Claimed, Completion, Notifier
+from rota.drivers.base import Completion, Notifier
 from rota.drivers.deadlines import call_deadline, run_with_deadline
 from rota.errors import DatabaseUnavailableError
 from rota.job import Job
@@ -45,8 +45,6 @@ if TYPE_CHECKING:
     from rota.worker.health import HealthServer
 
 log = logging.getLogger("rota.worker")
-
-T = TypeVar("T")
 
 # Seconds a stop may take beyond the grace: returning the unfinished jobs, writing their
 # outcomes and resigning share it (docs/workers.md). A thread that ignores the stop is
@@ -182,32 +180,6 @@ class Worker:
         finally:
             self.calls.end(key, ok)
 
-    async def db_async(
-        self, name: str, call: Callable[[], Awaitable[T]], *, timeout: float | None = None
-    ) -> T:
-        """An async driver call on the loop, tracked as `db` tracks a blocking one and with
-        the same deadline: its connection is cut `timeout` seconds (default:
-        db_call_timeout) after the request."""
-        key = self.calls.begin(name)
-        ok = False
-        limit = time.monotonic() + (self._call_timeout if timeout is None else timeout)
-        try:
-            with call_deadline(lambda: limit):
-                result = await call()
-            ok = True
-            return result
-        finally:
-            self.calls.end(key, ok)
-
-    def fetch_call(self) -> Callable[[Claim], Awaitable[Claimed]]:
-        """How a fetcher claims: on the loop where the driver can (no hop to a database
-        thread and back between a wake-up and its jobs), else on a database thread."""
-        driver = self.driver
-        if isinstance(driver, AsyncClaims):
-            fetch_async = driver.job_fetch_async
-            return lambda claim: self.db_async("job_fetch", lambda: fetch_async(claim))
-        return lambda claim: self.db(driver.job_fetch, claim)
-
     @property
     def cut_off(self) -> bool:
         """Heartbeats fail or hang: the leases this worker holds may not be renewed."""
@@ -342,7 +314,8 @@ class Worker:
         claims = self.app.claim_queries()
         for queue, concurrency in self.settings.queues.items():
             fetcher = Fetcher(
-                self.fetch_call(),
+                self.driver,
+                self.db,
                 queue=queue,
                 concurrency=concurrency,
                 batch=self.settings.fetch_batch,

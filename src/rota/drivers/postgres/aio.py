@@ -1,15 +1,11 @@
-"""Async statements on PostgreSQL: psycopg's AsyncConnection on a small pool of its own,
-opened on first use in the event loop that uses it, for enqueue_async and the worker's
-claims. It runs the blocking driver's named statements and row building
-(SQLDriver._insert, _conflict_plan, fetch_params, claimed), not SQL of its own. A call
-made under a deadline (rota.drivers.deadlines) has its socket cut when the deadline
-passes, as the blocking pool's CallWatch does."""
+"""Async enqueue on PostgreSQL: psycopg's AsyncConnection on a small pool of its own,
+opened on first use in the event loop that uses it. It runs the blocking driver's named
+statements and row building (SQLDriver._insert, _conflict_plan), not SQL of its own."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,16 +16,9 @@ from psycopg.rows import dict_row
 from rota.drivers.adapters import plain_connection_async
 from rota.drivers.base import JobInsert
 from rota.drivers.database import Params, Row
-from rota.drivers.deadlines import DeadlineFunc, current_deadline
 from rota.drivers.postgres.database import QUERIES, SCRIPTS, has_rows
-from rota.drivers.postgres.deadlines import cut
 from rota.drivers.url import DatabaseURL
-from rota.errors import (
-    ConfigurationError,
-    DatabaseUnavailableError,
-    PermissionDeniedError,
-    SchemaError,
-)
+from rota.errors import ConfigurationError, DatabaseUnavailableError, SchemaError
 from rota.job import Job
 
 if TYPE_CHECKING:
@@ -63,16 +52,13 @@ class AsyncInserter:
         self._size = max(1, size)
         self._pool: psycopg_pool.AsyncConnectionPool[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._stale = False  # the deadlines changed: open new connections
-        self.cut_total = 0  # calls whose connection was cut at their deadline
 
     async def _open(self) -> psycopg_pool.AsyncConnectionPool[Any]:
         loop = asyncio.get_running_loop()
-        if self._pool is not None and (self._loop is not loop or self._stale):
+        if self._pool is not None and self._loop is not loop:
             # An async pool belongs to the loop that opened it (asyncio.run() twice makes
             # two loops): leave the old one, whose loop is gone or not ours, to its loop.
-            # New deadlines need new connections (their settings are in the conninfo).
-            old, self._pool, self._stale = self._pool, None, False
+            old, self._pool = self._pool, None
             if self._loop is not None and not self._loop.is_closed():
                 with contextlib.suppress(RuntimeError):
                     asyncio.run_coroutine_threadsafe(old.close(), self._loop)
@@ -91,32 +77,12 @@ class AsyncInserter:
             self._pool, self._loop = pool, loop
         return self._pool
 
-    def renew(self) -> None:
-        """The deadlines changed (a worker starts): connections opened from now on carry
-        the new ones, and the pool's current ones are closed."""
-        self._stale = self._pool is not None
-
     @contextlib.asynccontextmanager
     async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         pool = await self._open()
-        deadline = current_deadline()
-        at = None if deadline is None else deadline()
-        # Under a deadline, waiting for a free connection counts against it too.
-        wait = None if at is None else max(0.05, at - time.monotonic())
         with self._translated():
-            async with pool.connection(timeout=wait) as conn:
-                if deadline is None or at is None:
-                    yield conn
-                    return
-                timer = _CutAt(self, conn, deadline, at)
-                try:
-                    yield conn
-                finally:
-                    timer.cancel()
-
-    def _cut(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        self.cut_total += 1
-        cut(conn)
+            async with pool.connection() as conn:
+                yield conn
 
     @contextlib.contextmanager
     def _translated(self) -> Any:
@@ -126,11 +92,6 @@ class AsyncInserter:
             raise DatabaseUnavailableError(
                 f"PostgreSQL at {self._url.redacted()} is unreachable: {self._url.scrub(str(exc))}"
             ) from None
-        except psycopg.errors.InsufficientPrivilege as exc:
-            raise PermissionDeniedError(
-                f"PostgreSQL refused: {exc.diag.message_primary} (the role connected lacks "
-                "this privilege; see `rota db roles` and docs/security.md)"
-            ) from None
         except psycopg.errors.UndefinedTable as exc:
             raise SchemaError(
                 f"{exc.diag.message_primary}: the database has no rota schema; run `rota migrate`"
@@ -139,11 +100,6 @@ class AsyncInserter:
             raise DatabaseUnavailableError(
                 f"PostgreSQL error: {self._url.scrub(str(exc))}"
             ) from exc
-
-    async def rows(self, name: str, params: Params) -> list[Row]:
-        """One named statement on a pooled async connection (autocommit), and its rows."""
-        async with self._connection() as own, own.cursor() as cur:
-            return await AsyncSession(cur).all(name, params)
 
     async def insert(
         self, driver: SQLDriver, rows: Sequence[JobInsert], conn: object = None
@@ -193,41 +149,6 @@ class AsyncInserter:
         pool, self._pool, self._loop = self._pool, None, None
         if pool is not None:
             await pool.close()
-
-
-class _CutAt:
-    """Cuts `conn`'s socket once `deadline` has passed, looking again when it comes (a
-    job's deadline moves on when its lease is renewed). Cutting, unlike cancelling the
-    task, sends nothing over a silent link: the call waiting on it fails at once and the
-    pool drops the connection."""
-
-    def __init__(
-        self,
-        owner: AsyncInserter,
-        conn: psycopg.AsyncConnection[Any],
-        deadline: DeadlineFunc,
-        at: float,
-    ) -> None:
-        self._owner = owner
-        self._conn = conn
-        self._deadline = deadline
-        self._loop = asyncio.get_running_loop()
-        self._handle = self._loop.call_at(self._when(at), self._check)
-
-    def _when(self, at: float) -> float:
-        # time.monotonic() deadline on the loop's clock (also monotonic, maybe offset).
-        return self._loop.time() + max(0.0, at - time.monotonic())
-
-    def _check(self) -> None:
-        at = self._deadline()
-        if at is not None and time.monotonic() < at:
-            self._handle = self._loop.call_at(self._when(at), self._check)
-            return
-        if at is not None:
-            self._owner._cut(self._conn)
-
-    def cancel(self) -> None:
-        self._handle.cancel()
 
 
 async def _run_plan(

@@ -72,7 +72,6 @@ class PostgresDriver(PostgresJobExtras, SQLDriver):
 
     def deadlines_set(self, deadlines: Deadlines) -> None:
         self._pg.set_deadlines(deadlines)
-        self._async_renew()
 
     def schema_migrate(self) -> list[int]:
         applied: list[int] = []

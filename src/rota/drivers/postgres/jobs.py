@@ -9,17 +9,13 @@ import logging
 import random
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 import psycopg
 
-from rota.drivers.base import Claim, Claimed, JobInsert
+from rota.drivers.base import JobInsert
 from rota.drivers.postgres.aio import AsyncInserter
 from rota.drivers.url import DatabaseURL
 from rota.job import Job
-
-if TYPE_CHECKING:
-    from rota.drivers.sql import SQLDriver
 
 log = logging.getLogger("rota.postgres")
 
@@ -46,17 +42,6 @@ class PostgresJobExtras:
         """job_insert_many on psycopg's AsyncConnection: the caller's (`conn=`, e.g. an
         SQLAlchemy AsyncSession's) or one of this driver's async pool."""
         return await self._async.insert(self, rows, conn)  # type: ignore[arg-type]
-
-    async def job_fetch_async(self, claim: Claim) -> Claimed:
-        """job_fetch on the async pool, from the worker's event loop: the same statement
-        and rows, without the two hops to a database thread and back."""
-        driver: SQLDriver = self  # type: ignore[assignment]
-        return driver.claimed(await self._async.rows(claim.query, driver.fetch_params(claim)))
-
-    def _async_renew(self) -> None:
-        """New deadlines: the async pool's connections are replaced too."""
-        if "_async" in self.__dict__:
-            self._async.renew()
 
     def done_watcher(self) -> DoneListener:
         return DoneListener(self._conninfo)
