@@ -1,6 +1,7 @@
 """The raw-SQL baseline: one process, one connection, no framework, draining rota_jobs with
 a claim of 100 and a fenced batch complete in a tight loop (see docs/benchmarks.md). The
-`rota` variant runs rota's own two statements from the same loop, to separate SQL from Python."""
+`rota` variant runs rota's own two statements from the same loop, to separate SQL from Python.
+The single-enqueue baseline is here too: one raw insert per commit on one connection."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 from psycopg.rows import dict_row
 
-from bench.db import pg_connect, sqlite_connect
+from bench.db import Database, pg_connect, sqlite_connect
 from bench.tasks import QUEUE
 
 BATCH = 100
@@ -227,3 +228,48 @@ def drain_child(
     finally:
         close()
     return {"elapsed": elapsed, "cpu": cpu, "completed": done, "batches": batches}
+
+
+# --- enqueue ----------------------------------------------------------------------------
+
+# One job per statement, committed on its own (autocommit): the columns without a default
+# and the id back. On PostgreSQL the same statement sends the wake-up, as rota's insert and
+# pgqueuer's trigger do.
+PG_INSERT = """
+WITH ins AS (
+    INSERT INTO rota_jobs (task, queue, args, max_attempts)
+    VALUES (%(task)s, %(queue)s, %(args)s, 20)
+    RETURNING id, queue
+)
+SELECT id, pg_notify('rota_jobs', queue) FROM ins
+"""
+SQLITE_INSERT = f"""
+INSERT INTO rota_jobs (task, queue, args, max_attempts, run_at, created_at)
+VALUES (:task, :queue, :args, 20, {SQLITE_NOW}, {SQLITE_NOW})
+RETURNING id
+"""
+
+
+def enqueue_single(db: Database, task: str, jobs: int) -> float:
+    """Jobs/s of a raw single-row insert in a loop on one connection: the ceiling of a
+    one-job-per-call enqueue through this driver, beside which rota's and the peers' are
+    read."""
+    warmup = 10
+    if db.dialect == "postgres":
+        with pg_connect(db.url) as conn:
+            for i in range(-warmup, jobs):
+                if i == 0:
+                    started = time.perf_counter()
+                params = {"task": task, "queue": QUEUE, "args": json.dumps({"n": i})}
+                conn.execute(PG_INSERT, params).fetchone()
+            return jobs / (time.perf_counter() - started)
+    lite = sqlite_connect(db.sqlite_path)
+    try:
+        for i in range(-warmup, jobs):
+            if i == 0:
+                started = time.perf_counter()
+            params = {"task": task, "queue": QUEUE, "args": json.dumps({"n": i})}
+            lite.execute(SQLITE_INSERT, params).fetchone()
+        return jobs / (time.perf_counter() - started)
+    finally:
+        lite.close()

@@ -30,6 +30,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("enqueue_single", "enqueue, single (task.enqueue)", "jobs/s"),
     Metric("pgqueuer_enqueue_single", "  pgqueuer, single (queries.enqueue)", "jobs/s"),
     Metric("ratio_enqueue_single_pgqueuer", "  rota / pgqueuer", "x"),
+    Metric("enqueue_single_raw", "  raw SQL, one INSERT per commit", "jobs/s"),
+    Metric("ratio_enqueue_single_raw", "  rota / raw SQL", "ratio"),
+    Metric("ratio_pgqueuer_enqueue_single_raw", "  pgqueuer / raw SQL", "ratio"),
     Metric("enqueue_bulk", "enqueue, bulk (enqueue_many x1000)", "jobs/s"),
     Metric("pgqueuer_enqueue_bulk", "  pgqueuer, bulk (x1000)", "jobs/s"),
     Metric("ratio_enqueue_bulk_pgqueuer", "  rota / pgqueuer", "x"),
@@ -81,6 +84,8 @@ RATIOS: dict[str, tuple[str, str]] = {
     "ratio_cli_huey": ("drain_cli", "drain_huey"),
     "ratio_enqueue_single_pgqueuer": ("enqueue_single", "pgqueuer_enqueue_single"),
     "ratio_enqueue_bulk_pgqueuer": ("enqueue_bulk", "pgqueuer_enqueue_bulk"),
+    "ratio_enqueue_single_raw": ("enqueue_single", "enqueue_single_raw"),
+    "ratio_pgqueuer_enqueue_single_raw": ("pgqueuer_enqueue_single", "enqueue_single_raw"),
     "ratio_features": ("drain_features", "drain_cli"),
 }
 SIZE_KEY = re.compile(r"^size_(finished|dead|lived|lived_dead)_(\d+)_(\w+)$")

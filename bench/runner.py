@@ -390,6 +390,13 @@ class Bench:
             values["enqueue_single"] = rota_runs.enqueue_single(db, self.args.single)
         self.note(dialect, "enqueue, single", f"{values['enqueue_single']:,.0f} jobs/s")
         with self.database(dialect) as db:
+            values["enqueue_single_raw"] = raw.enqueue_single(
+                db, tasks.NOOP_ASYNC, self.args.single
+            )
+        self.note(
+            dialect, "enqueue, single, raw insert", f"{values['enqueue_single_raw']:,.0f} jobs/s"
+        )
+        with self.database(dialect) as db:
             values["enqueue_bulk"] = rota_runs.enqueue_bulk(db, self.args.jobs)
         self.note(dialect, "enqueue, bulk x1000", f"{values['enqueue_bulk']:,.0f} jobs/s")
         peer = self.peer(dialect)

@@ -31,6 +31,13 @@ def test_ratios_are_taken_inside_each_run_then_the_median() -> None:
     assert summary["drain_cli"] / summary["drain_baseline"] == pytest.approx(0.45)
 
 
+def test_single_enqueue_is_read_against_the_raw_insert_of_the_same_run() -> None:
+    values = run(enqueue_single=1_400, enqueue_single_raw=1_800, pgqueuer_enqueue_single=1_600)
+    assert values["ratio_enqueue_single_raw"] == pytest.approx(1_400 / 1_800)
+    assert values["ratio_pgqueuer_enqueue_single_raw"] == pytest.approx(1_600 / 1_800)
+    assert values["ratio_enqueue_single_pgqueuer"] == pytest.approx(1_400 / 1_600)
+
+
 def test_a_missing_or_zero_denominator_gives_no_ratio() -> None:
     values = run(drain_cli=1_000, drain_pgqueuer=0.0)
     assert "ratio_cli" not in values
