@@ -254,22 +254,19 @@ def enqueue_single(db: Database, task: str, jobs: int) -> float:
     """Jobs/s of a raw single-row insert in a loop on one connection: the ceiling of a
     one-job-per-call enqueue through this driver, beside which rota's and the peers' are
     read."""
-    warmup = 10
+    conn: Any
     if db.dialect == "postgres":
-        with pg_connect(db.url) as conn:
-            for i in range(-warmup, jobs):
-                if i == 0:
-                    started = time.perf_counter()
-                params = {"task": task, "queue": QUEUE, "args": json.dumps({"n": i})}
-                conn.execute(PG_INSERT, params).fetchone()
-            return jobs / (time.perf_counter() - started)
-    lite = sqlite_connect(db.sqlite_path)
+        conn, sql = pg_connect(db.url), PG_INSERT
+    else:
+        conn, sql = sqlite_connect(db.sqlite_path), SQLITE_INSERT
     try:
-        for i in range(-warmup, jobs):
+        started = time.perf_counter()
+        for i in range(-10, jobs):  # ten warm-up inserts: the statement prepared, caches hot
             if i == 0:
                 started = time.perf_counter()
-            params = {"task": task, "queue": QUEUE, "args": json.dumps({"n": i})}
-            lite.execute(SQLITE_INSERT, params).fetchone()
+            conn.execute(
+                sql, {"task": task, "queue": QUEUE, "args": json.dumps({"n": i})}
+            ).fetchone()
         return jobs / (time.perf_counter() - started)
     finally:
-        lite.close()
+        conn.close()
