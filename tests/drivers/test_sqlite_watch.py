@@ -7,6 +7,7 @@ import asyncio
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,34 @@ def test_a_commit_by_another_process_wakes_the_watcher(tmp_path: Path, use_inoti
 
     notifier = DataVersionNotifier(str(path), 5000, use_inotify=use_inotify)
     assert asyncio.run(_wakes(notifier, commit, 0.3))
+
+
+@pytest.mark.skipif(watch.inotify_simple is None, reason="inotify is Linux-only")
+def test_commits_in_quick_succession_gather_and_the_last_one_still_wakes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes within GATHER of the last change seen are looked at together: fewer looks,
+    but the last of a stream of commits wakes the watcher (not the safety net's poll,
+    pushed out of reach here)."""
+    monkeypatch.setattr(watch, "SAFETY_NET", 30.0)
+    path, conn = _database(tmp_path)
+    notifier = DataVersionNotifier(str(path), 5000)
+
+    async def scenario() -> None:
+        woken: list[float] = []
+        task = asyncio.create_task(notifier.run(lambda _: woken.append(time.monotonic()), print))
+        try:
+            await asyncio.sleep(0.3)
+            for i in range(200):
+                await asyncio.sleep(0.0005 if i % 2 else 0)  # some back to back, some apart
+                before_last = time.monotonic()
+                conn.execute("INSERT INTO t VALUES (?)", (i,))
+            deadline = time.monotonic() + 5
+            while not (woken and woken[-1] >= before_last) and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            assert woken and woken[-1] >= before_last, "the last commit woke nobody"
+            assert len(woken) < 200, "every commit was looked at on its own"
+        finally:
+            task.cancel()
+
+    asyncio.run(scenario())

@@ -2,7 +2,8 @@
 file (`PRAGMA data_version` changes), without a server to send it a notification.
 
 On Linux the watcher sleeps until the kernel reports a write to the database's files
-(inotify), so an idle worker costs no CPU and a commit wakes it within microseconds.
+(inotify), so an idle worker costs no CPU and a commit wakes it within microseconds;
+while commits stream in, one look every GATHER seconds covers them all.
 Elsewhere it polls: every millisecond while commits arrive, backing off to POLL_IDLE
 once the file has been quiet for QUIET seconds."""
 
@@ -33,6 +34,12 @@ SAFETY_NET = 0.25
 # After a write event, how many times (POLL_BUSY apart) the commit it belongs to is
 # looked for: a commit is published after its fsync, which can take milliseconds.
 SETTLE_TRIES = 60
+# While commits stream in (a busy worker's own claims and completions write the WAL many
+# times a second), the writes of this long after the last change seen gather into one
+# look: by then their commit is usually published, so one read of data_version finds it
+# instead of a dozen, and the worker's threads are not interrupted for each write. The
+# first commit after a quiet spell is looked for at once.
+GATHER = 0.003
 
 
 class DataVersionNotifier:
@@ -121,10 +128,15 @@ class DataVersionNotifier:
             try:
                 last = _data_version(conn)
                 ready()
+                seen = -GATHER  # time.monotonic() of the last change seen
                 while not stop.is_set():
                     events: list[Any] = inotify.read(timeout=int(SAFETY_NET * 1000))
                     if events and not any(event.name in names for event in events):
                         continue
+                    if events:
+                        gather = seen + GATHER - time.monotonic()
+                        if gather > 0:
+                            time.sleep(gather)
                     # The WAL is written before the commit is published in the shared
                     # index (which inotify cannot see: it is mapped memory), so a change
                     # may show a moment after the event: look again, briefly.
@@ -133,6 +145,7 @@ class DataVersionNotifier:
                         current = _data_version(conn)
                         if current != last:
                             last = current
+                            seen = time.monotonic()
                             changed()
                             break
                         time.sleep(pause)
