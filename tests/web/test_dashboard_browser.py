@@ -92,6 +92,18 @@ def sign_in(dash: Dash, name: str, then: str = "/") -> None:
         dash.driver.get(dash.url + then)
 
 
+def click(driver: Any, css: str) -> None:
+    """Find the element and click it in one look: a page that redraws between the two
+    would leave a stale element to click."""
+    from selenium.webdriver.common.by import By
+
+    def clicked(d: Any) -> bool:
+        d.find_element(By.CSS_SELECTOR, css).click()
+        return True
+
+    wait(driver, clicked)
+
+
 def depth(driver: Any, queue: str) -> int:
     from selenium.webdriver.common.by import By
 
@@ -132,8 +144,7 @@ def test_find_a_failed_job_retry_its_dead_letter_and_see_the_depth_change(dash: 
 
     # Retry it from the dead-letter view.
     d.get(f"{dash.url}/dead-letters")
-    button = wait(d, lambda d: d.find_element(By.CSS_SELECTOR, f'button[data-retry="{job_id}"]'))
-    button.click()
+    click(d, f'button[data-retry="{job_id}"]')
     wait(d, lambda d: "No dead letters" in d.find_element(By.ID, "dead").text)
     assert dash.app.get_job(job_id).state is rota.JobState.AVAILABLE
 
@@ -183,9 +194,8 @@ def test_pause_a_queue_from_the_overview(dash: Dash) -> None:
 
     d = dash.driver
     sign_in(dash, "browser")
-    button = wait(d, lambda d: d.find_element(By.CSS_SELECTOR, 'button[data-queue="mail"]'))
-    assert button.text == "Pause"
-    button.click()
+    wait(d, lambda d: d.find_element(By.CSS_SELECTOR, 'button[data-queue="mail"]').text == "Pause")
+    click(d, 'button[data-queue="mail"]')
     wait(d, lambda d: d.find_element(By.CSS_SELECTOR, 'button[data-queue="mail"]').text == "Resume")
     assert [q.paused for q in dash.app.list_queues() if q.name == "mail"] == [True]
 
@@ -269,9 +279,11 @@ def test_purge_a_queue_after_a_dry_run_and_see_the_audit_row(dash: Dash) -> None
     wait(d, lambda d: "Cancelled 4 waiting jobs of queue payments" in result.text)
     assert all(dash.app.get_job(j.id).state is rota.JobState.CANCELLED for j in waiting)
     wait(d, lambda d: depth(d, "payments") == 0)
-    row = wait(d, lambda d: d.find_element(By.CSS_SELECTOR, "#audit tr[data-audit]"))
-    assert "purge" in row.text and "orders replayed twice" in row.text
-    assert "queue payments" in row.text
+    # Read inside the wait: the overview redraws the audit list every few seconds, and a
+    # row found just before a redraw is gone by the time its text is asked for.
+    text = wait(d, lambda d: d.find_element(By.CSS_SELECTOR, "#audit tr[data-audit]").text)
+    assert "purge" in text and "orders replayed twice" in text
+    assert "queue payments" in text
     (record,) = dash.app.jobs.audit(limit=5)
     assert record.action == "purge" and sorted(record.job_ids) == sorted(j.id for j in waiting)
 

@@ -23,7 +23,7 @@ from tests.web import browser
 from tests.web.conftest import add_tasks
 from tests.web.doors import dashboard_process
 from tests.web.features_demo import seed_features
-from tests.web.test_dashboard_browser import wait
+from tests.web.test_dashboard_browser import click, wait
 from tests.web.tls_proxy import other_site, tls_proxy
 
 ROOT = "/rota"
@@ -135,8 +135,7 @@ def test_the_dashboard_under_rota_behind_a_tls_proxy(production: Production) -> 
         assert all(h.startswith(p.base) for h in hrefs if h), (path, hrefs)
     # One action: pause a queue from the overview.
     d.get(p.base + "/")
-    button = wait(d, lambda d: d.find_element(By.CSS_SELECTOR, 'button[data-queue="mail"]'))
-    button.click()
+    click(d, 'button[data-queue="mail"]')
     wait(d, lambda d: d.find_element(By.CSS_SELECTOR, 'button[data-queue="mail"]').text == "Resume")
     assert [q.paused for q in p.app.list_queues() if q.name == "mail"] == [True]
     # And purge it (#19): the dry run and the purge pass the same doors under /rota.
