@@ -73,14 +73,24 @@ class AsyncInserter:
                 kwargs={"autocommit": True, "row_factory": dict_row},
                 name="rota-async",
             )
-            await pool.open(wait=False)
+            # Set before the first await, so that callers arriving meanwhile share it.
             self._pool, self._loop = pool, loop
+            try:
+                # Wait for the first connection: a connection still being made when a
+                # short-lived loop ends (asyncio.run(task.enqueue_async(...))) is cancelled
+                # mid-connect, and psycopg_pool's retry of it kept that loop from closing.
+                await pool.open(wait=True, timeout=10.0)
+            except BaseException:
+                if self._pool is pool:
+                    self._pool = None
+                await pool.close()
+                raise
         return self._pool
 
     @contextlib.asynccontextmanager
     async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        pool = await self._open()
         with self._translated():
+            pool = await self._open()
             async with pool.connection() as conn:
                 yield conn
 
