@@ -17,6 +17,7 @@ from rota.drivers.adapters import plain_connection_async
 from rota.drivers.base import JobInsert
 from rota.drivers.database import Params, Row
 from rota.drivers.postgres.database import QUERIES, SCRIPTS, has_rows
+from rota.drivers.postgres.pool import AsyncPool
 from rota.drivers.url import DatabaseURL
 from rota.errors import ConfigurationError, DatabaseUnavailableError, SchemaError
 from rota.job import Job
@@ -64,7 +65,7 @@ class AsyncInserter:
                     asyncio.run_coroutine_threadsafe(old.close(), self._loop)
         if self._pool is None:
             # A URL from a file is a callable: read again for every new connection.
-            pool: psycopg_pool.AsyncConnectionPool[Any] = psycopg_pool.AsyncConnectionPool(
+            pool: psycopg_pool.AsyncConnectionPool[Any] = AsyncPool(
                 self._conninfo,
                 min_size=1,
                 max_size=self._size,

@@ -20,7 +20,8 @@ from rota.drivers import queries
 from rota.drivers.adapters import plain_connection
 from rota.drivers.database import Params, Row
 from rota.drivers.deadlines import Deadlines, current_deadline
-from rota.drivers.postgres.deadlines import CallWatch, DeadlinePool, conninfo_with
+from rota.drivers.postgres.deadlines import CallWatch, conninfo_with
+from rota.drivers.postgres.pool import Pool
 from rota.drivers.url import DatabaseURL, SecretFilter
 from rota.errors import (
     ConfigurationError,
@@ -133,7 +134,7 @@ class PostgresDatabase:
         # password (docs/security.md), and a worker's deadlines apply from its start on.
         self.deadlines = deadlines or Deadlines()
         self.watch = CallWatch()
-        self._pool = DeadlinePool(
+        self._pool = Pool(
             self.conninfo,
             min_size=1,
             max_size=max(1, pool_size),

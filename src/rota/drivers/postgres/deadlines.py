@@ -1,8 +1,8 @@
 """Deadlines on PostgreSQL connections: libpq's keepalives, tcp_user_timeout,
 connect_timeout and a statement_timeout merged into the conninfo (the user's own settings
 win), a watch that cuts the socket of a call left unanswered past its deadline (the only
-thing that frees a thread blocked on a silent link), and a pool whose reconnect backoff is
-capped, so the worker is whole again within seconds of the network healing (#21)."""
+thing that frees a thread blocked on a silent link). The pool's capped reconnect backoff
+lives in `pool.py`."""
 
 from __future__ import annotations
 
@@ -16,17 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-import psycopg_pool
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from psycopg_pool.base import AttemptWithBackoff
 
 from rota.drivers.deadlines import Deadlines, current_deadline
 
 log = logging.getLogger("rota.postgres")
 
-# The pool's reconnect attempts double from 1 s without a cap (psycopg_pool): after a
-# 40 s outage the next try could be 30 s away. Capped, the pool is back within this.
-RECONNECT_DELAY_MAX = 1.0
 # How often the watch looks at the calls in flight.
 WATCH_TICK = 0.1
 
@@ -140,20 +135,3 @@ def cut(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
             dup.shutdown(socket.SHUT_RDWR)
         finally:
             dup.close()
-
-
-class _CappedAttempt(AttemptWithBackoff):
-    def update_delay(self, now: float) -> None:
-        super().update_delay(now)
-        self.delay = min(self.delay, RECONNECT_DELAY_MAX)
-
-
-class DeadlinePool(psycopg_pool.ConnectionPool):
-    """psycopg's pool with the reconnect backoff capped (it overrides a private hook of
-    psycopg_pool 3.2/3.3; a test checks the recovery time, so an upgrade that moves it
-    fails loudly rather than slowly)."""
-
-    def _add_connection(self, attempt: AttemptWithBackoff | None, growing: bool = False) -> None:
-        if attempt is None:
-            attempt = _CappedAttempt(timeout=self.reconnect_timeout)
-        super()._add_connection(attempt, growing)
