@@ -42,16 +42,18 @@ SCENARIOS = ("enqueue", "drain", "latency", "features", "sizes", "idle")
 DRAIN_TIMEOUT = 300.0
 QUIET = 0.25  # CPU busy with other work above which a run waits (up to --quiet-wait)
 
-# The CLI worker's best settings on this machine (`python -m bench --sweep`, see
-# docs/benchmarks.md): 100 slots; two processes on PostgreSQL (one per core), one on
-# SQLite (one writer at a time). The CLI has no --fetch-batch: claims are min(free, 100).
+# The CLI worker's best settings on this machine (`python -m bench --sweep` on a quiet
+# machine, 3 December 2026, see docs/benchmarks.md): 100 slots and two processes (one per
+# core) on both dialects; on SQLite too, one process claims while the other runs its jobs.
+# The CLI has no --fetch-batch: claims are min(free, 100).
 CLI_CONCURRENCY = {"sqlite": 100, "postgres": 100}
-CLI_PROCESSES = {"sqlite": 1, "postgres": 2}
-# The peers' best settings on this machine (the sweep again). pgqueuer's own benchmark
-# documents 5 consumers x batch 10 with asyncpg and uvloop; huey's consumer runs threads.
-PGQUEUER_CONSUMERS = 2
+CLI_PROCESSES = {"sqlite": 2, "postgres": 2}
+# The peers' best settings on this machine (the same sweep). pgqueuer's own benchmark
+# documents 5 consumers x batch 10 with asyncpg and uvloop; huey's consumer runs threads,
+# and one drains no-op jobs fastest (its threads contend for the SQLite file).
+PGQUEUER_CONSUMERS = 5
 PGQUEUER_BATCH = 100
-HUEY_WORKERS = 8
+HUEY_WORKERS = 1
 DEFAULT_FINISHED = (200_000,)
 QUICK_FINISHED = (20_000,)
 
@@ -111,7 +113,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="the CLI worker's --queues bench=C (default: the best found, per dialect)",
     )
     parser.add_argument(
-        "--processes", type=int, default=None, help="the CLI worker's --processes (1)"
+        "--processes",
+        type=int,
+        default=None,
+        help="the CLI worker's --processes (default: the best found, 2)",
     )
     parser.add_argument(
         "--finished",

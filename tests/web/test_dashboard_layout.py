@@ -148,11 +148,16 @@ def test_workers_page_lists_live_workers_from_their_heartbeat(shop: dict[str, An
     RoutingStore(app.driver).worker_advertise("idle-1.shop.internal:77", ["reports"], [], 60)
     d = open_page(shop, "/workers")
     idle = 'tr[data-worker="idle-1.shop.internal:77"]'
-    row = wait(d, lambda d: d.find_element(By.CSS_SELECTOR, idle))
-    cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
+    # Read inside the wait: a row found just before the page redraws goes stale.
+    cells = wait(
+        d,
+        lambda d: [
+            c.text for c in d.find_element(By.CSS_SELECTOR, idle).find_elements(By.TAG_NAME, "td")
+        ],
+    )
     assert cells[1] == "worker" and cells[2] == "reports" and cells[5].endswith("ago")
-    leader = d.find_element(By.CSS_SELECTOR, 'tr[data-worker="web-1.shop.internal:3112"]')
-    assert "leader" in leader.text
+    leader = 'tr[data-worker="web-1.shop.internal:3112"]'
+    assert "leader" in wait(d, lambda d: d.find_element(By.CSS_SELECTOR, leader).text)
 
 
 def test_schedules_in_plain_words_with_relative_next_runs(shop: dict[str, Any]) -> None:
