@@ -268,7 +268,14 @@ def run(args: argparse.Namespace, url: str, out: Path, figures: Figures) -> dict
                     # SIGTERM while the workers are busy (not between retries of the
                     # broken orders), so that the drain has running jobs to finish.
                     busy = pending == 0 or any(held_by(shop, w.name) for w in crew.workers)
-                    if calm and pending <= threshold and _all_started(crew.workers) and busy:
+                    killed_enough = figures.kills >= args.min_kills
+                    if (
+                        calm
+                        and killed_enough
+                        and pending <= threshold
+                        and _all_started(crew.workers)
+                        and busy
+                    ):
                         break  # on to the SIGTERM drain
                     if not restart_done and placed >= args.orders / 2:
                         restart_done = True
@@ -284,7 +291,7 @@ def run(args: argparse.Namespace, url: str, out: Path, figures: Figures) -> dict
                         poisoned = True
                         chaos_poison.enqueue(shop.app, probes=max(20, args.orders // 100))
                         progress.console.print("[magenta]☠[/magenta] poison jobs enqueued")
-                    if now >= next_kill and not calm:
+                    if now >= next_kill and (not calm or not killed_enough):
                         next_kill = now + args.kill_every
                         victim = crew.rng.choice(crew.workers)
                         victim_jobs = held_by(shop, victim.name)
@@ -453,6 +460,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--orders", type=int, default=10_000)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--kill-every", type=float, default=2.0, help="seconds between kills")
+    parser.add_argument(
+        "--min-kills",
+        type=int,
+        default=3,
+        help="SIGKILLs before the SIGTERM drain, however fast the orders are done (a fast "
+        "machine can finish them within a few kill intervals)",
+    )
     parser.add_argument(
         "--restart",
         choices=["pg_ctlcluster", "terminate", "none"],

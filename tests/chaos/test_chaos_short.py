@@ -46,6 +46,8 @@ def test_short_chaos_run_loses_nothing_and_duplicates_nothing(tmp_path: Path) ->
             "3",
             "--kill-every",
             "1.5",
+            "--min-kills",
+            "3",
             "--restart",
             "terminate",
             "--server",
