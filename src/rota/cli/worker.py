@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import sys
@@ -356,6 +357,9 @@ def worker(
     if not app.tasks:
         fail(f"{app_path} has no tasks registered")
     runner = Worker(app, settings)
+    # This process is the worker's alone: what start-up made (the app, the modules it
+    # imported) lives as long as the process, so full collections need not walk it again.
+    gc.freeze()
 
     async def main() -> None:
         runner.install_signal_handlers()

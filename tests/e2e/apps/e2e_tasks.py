@@ -7,6 +7,7 @@ enqueue and inspect the same tasks (the names are explicit, so they match)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import time
@@ -92,6 +93,11 @@ def register(app: rota.App) -> None:
         """Past its timeout and deaf to cancellation: its thread never returns."""
         record(box, "start", ctx)
         time.sleep(3600)
+
+    @app.task(name="frozen", max_attempts=1)
+    def frozen() -> int:
+        """How many objects the worker's process froze out of the collector's walks."""
+        return gc.get_freeze_count()
 
     @app.task(name="greet", queue="mail", max_attempts=2)
     def greet(name: str, times: int = 1) -> str:
