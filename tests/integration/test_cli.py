@@ -282,7 +282,7 @@ def error_text(result: Result) -> str:
         pytest.param(
             ["nope", "--arg", "x=1"],
             1,
-            "unknown task 'nope'. Known tasks: greet, hang, hold, hold_async, nap",
+            "unknown task 'nope'. Known tasks: frozen, greet, hang, hold, hold_async, nap",
             id="unknown-task",
         ),
         pytest.param(
