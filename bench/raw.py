@@ -1,11 +1,14 @@
 """The raw-SQL baseline: one process, one connection, no framework, draining rota_jobs with
 a claim of 100 and a fenced batch complete in a tight loop (see docs/benchmarks.md). The
 `rota` variant runs rota's own two statements from the same loop, to separate SQL from Python.
-The single-enqueue baseline is here too: one raw insert per commit on one connection."""
+The single-enqueue baseline is here too: one raw insert per commit on one connection. The
+same loops run on asyncpg in pgqueuer's virtualenv (`asyncpg_insert`, `asyncpg_drain`), to
+show what the driver alone gives."""
 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 import uuid
@@ -270,3 +273,53 @@ def enqueue_single(db: Database, task: str, jobs: int) -> float:
         return jobs / (time.perf_counter() - started)
     finally:
         conn.close()
+
+
+# --- the same loops on asyncpg (run by bench/peers/pgqueuer_peer.py) ----------------------
+
+_NAMED = re.compile(r"%\((\w+)\)[sb]")
+
+
+def positional(sql: str) -> tuple[str, list[str]]:
+    """`sql` with psycopg's named placeholders (text or binary) as asyncpg's `$n` (a name
+    used twice keeps its number), and the names in number order."""
+    names: list[str] = []
+
+    def number(found: re.Match[str]) -> str:
+        name = found.group(1)
+        if name not in names:
+            names.append(name)
+        return f"${names.index(name) + 1}"
+
+    return _NAMED.sub(number, sql), names
+
+
+def asyncpg_insert(task: str) -> dict[str, Any]:
+    """The spec of the raw single insert on asyncpg: PG_INSERT, numbered."""
+    sql, names = positional(PG_INSERT)
+    return {"insert": sql, "insert_params": names, "task": task, "queue": QUEUE}
+
+
+def asyncpg_drain(variant: str) -> dict[str, Any]:
+    """The spec of a raw drain on asyncpg, numbered: the lean SQL (PG_CLAIM, then
+    PG_COMPLETE), or rota's plain claim carrying the last batch's completions, whose
+    parameters besides the ids and tokens are the same for every job (`carried`)."""
+    claims, complete = statements("postgres", variant)
+    claim, claim_names = positional(claims[0])
+    spec: dict[str, Any] = {
+        "variant": variant,
+        "claim": claim,
+        "claim_params": claim_names,
+        "queue": QUEUE,
+        "batch": BATCH,
+        "lease": LEASE_SECONDS,
+    }
+    if variant == "lean":
+        sql, names = positional(complete)
+        if names != ["ids", "tokens"]:  # the peer script sends them in this order
+            raise ValueError(f"PG_COMPLETE's parameters changed: {names}")
+        spec["complete"] = sql
+    else:
+        one = _pg_complete_params(variant, [{"id": 0, "lease_token": None}])
+        spec["carried"] = {k: v[0] for k, v in one.items() if k not in ("c_id", "c_token")}
+    return spec

@@ -417,28 +417,58 @@ class Bench:
                 )
             values[f"pgqueuer_{op}"] = result["rate"]
             self.note(dialect, f"pgqueuer {op.replace('_', ', ')}", f"{result['rate']:,.0f} jobs/s")
+        with self.database(dialect) as db:
+            spec = self.peer_spec(
+                db, "raw_insert", jobs=self.args.single, **raw.asyncpg_insert(tasks.NOOP_ASYNC)
+            )
+            result = peers.run(peer, spec, timeout=DRAIN_TIMEOUT)
+        values["enqueue_single_raw_asyncpg"] = result["rate"]
+        self.note(
+            dialect, "enqueue, single, raw insert on asyncpg", f"{result['rate']:,.0f} jobs/s"
+        )
 
     def drains(self, dialect: str, values: dict[str, float]) -> None:
+        # pgqueuer's driver (asyncpg) runs the same raw loops right after psycopg's, so that
+        # each pair meets the machine in the same state.
+        peer = self.peer(dialect)
+        asyncpg_peer = peer if peer is not None and peer.name == "pgqueuer" else None
         plan: list[tuple[str, str, str, Callable[[Database], dict[str, Any]]]] = [
             ("baseline", "drain, raw baseline", tasks.NOOP_ASYNC, self._raw("lean")),
-            ("cli", "drain, rota worker (CLI)", tasks.NOOP_ASYNC, self._cli),
         ]
+        if asyncpg_peer is not None:
+            plan.append(
+                (
+                    "baseline_asyncpg",
+                    "drain, raw baseline on asyncpg",
+                    tasks.NOOP_ASYNC,
+                    self._raw_asyncpg(asyncpg_peer, "lean"),
+                )
+            )
+        plan.append(("cli", "drain, rota worker (CLI)", tasks.NOOP_ASYNC, self._cli))
         if not self.args.no_in_process:
             plan += [
                 ("async", "drain, in-process async", tasks.NOOP_ASYNC, self._rota),
                 ("sync", "drain, in-process sync", tasks.NOOP_SYNC, self._rota),
             ]
         plan.append(("rota_sql", "drain, raw loop rota SQL", tasks.NOOP_ASYNC, self._raw("rota")))
+        if asyncpg_peer is not None:
+            plan.append(
+                (
+                    "rota_sql_asyncpg",
+                    "drain, raw loop rota SQL on asyncpg",
+                    tasks.NOOP_ASYNC,
+                    self._raw_asyncpg(asyncpg_peer, "rota"),
+                )
+            )
         for name, label, task_name, measure in plan:
             try:
                 self.drain(dialect, values, name, label, task_name, measure)
             except BenchError as exc:
-                if name != "rota_sql":
+                if not name.startswith("rota_sql"):
                     raise
                 # A diagnostic built on rota's internal query names: a change there should
                 # not cost the whole benchmark.
                 self.note(dialect, label, f"[yellow]skipped: {str(exc).splitlines()[-1]}[/]")
-        peer = self.peer(dialect)
         if peer is not None:
             self.peer_drain(dialect, values, peer)
         text = f"raw {values['drain_cli'] / values['drain_baseline']:.0%}"
@@ -491,6 +521,13 @@ class Bench:
                 timeout=DRAIN_TIMEOUT,
             )
             return result
+
+        return measure
+
+    def _raw_asyncpg(self, peer: peers.Peer, variant: str) -> Callable[[Database], dict[str, Any]]:
+        def measure(db: Database) -> dict[str, Any]:
+            spec = self.peer_spec(db, "raw_drain", **raw.asyncpg_drain(variant))
+            return peers.run(peer, spec, timeout=DRAIN_TIMEOUT)
 
         return measure
 

@@ -153,6 +153,93 @@ async def enqueue_bulk(spec: dict[str, Any]) -> dict[str, Any]:
     return {"rate": jobs / elapsed}
 
 
+# --- the raw baseline on asyncpg: bench/raw.py's loops on pgqueuer's driver ---------------
+# rota's table and the raw loops' own SQL, sent here by the benchmark with asyncpg's `$n`
+# placeholders (`raw.positional`): how much of each target the driver alone would give.
+
+
+def noop(n: int = 0) -> None:
+    return None
+
+
+async def raw_insert(spec: dict[str, Any]) -> dict[str, Any]:
+    """bench/raw.py's single insert, one per commit, on one asyncpg connection."""
+    jobs = int(spec["jobs"])
+    sql, names = spec["insert"], spec["insert_params"]
+    conn = await connect(spec)
+
+    async def insert(i: int) -> None:
+        values = {"task": spec["task"], "queue": spec["queue"], "args": json.dumps({"n": i})}
+        await conn.fetchrow(sql, *(values[name] for name in names))
+
+    try:
+        for i in range(-10, 0):  # warm up, as the psycopg loop does
+            await insert(i)
+        started = time.perf_counter()
+        for i in range(jobs):
+            await insert(i)
+        elapsed = time.perf_counter() - started
+    finally:
+        await conn.close()
+    return {"rate": jobs / elapsed}
+
+
+async def raw_drain(spec: dict[str, Any]) -> dict[str, Any]:
+    """bench/raw.py's drain on one asyncpg connection, over the jobs the benchmark put in
+    rota's table: the lean loop (claim 100, run, complete the batch), or rota's own plain
+    claim, which carries the last batch's completions."""
+    params = {
+        "queue": spec["queue"],
+        "limit": int(spec["batch"]),
+        "worker": f"raw-asyncpg-{random.randrange(16**6):06x}",
+        "lease": float(spec["lease"]),
+    }
+    claim, names = spec["claim"], spec["claim_params"]
+    conn = await connect(spec)
+    done = batches = 0
+
+    async def lean() -> None:
+        nonlocal done, batches
+        args = [params[name] for name in names]
+        while rows := await conn.fetch(claim, *args):
+            for row in rows:
+                noop(**json.loads(row["args"]))
+            ids, tokens = [r["id"] for r in rows], [r["lease_token"] for r in rows]
+            await conn.execute(spec["complete"], ids, tokens)
+            done += len(rows)
+            batches += 1
+
+    async def carrying() -> None:
+        nonlocal done, batches
+        carried: list[Any] = []
+        while True:
+            n = len(carried)
+            step = {
+                **params,
+                **{name: [value] * n for name, value in spec["carried"].items()},
+                "c_id": [r["id"] for r in carried],
+                "c_token": [r["lease_token"] for r in carried],
+            }
+            found = await conn.fetch(claim, *(step[name] for name in names))
+            done += n
+            carried = [r for r in found if r["kind"] == "job"]
+            if not carried:
+                return
+            for row in carried:
+                noop(**json.loads(row["args"]))
+            batches += 1
+
+    try:
+        cpu = time.process_time()
+        started = time.perf_counter()
+        await (lean() if spec["variant"] == "lean" else carrying())
+        elapsed = time.perf_counter() - started
+        cpu = time.process_time() - cpu
+    finally:
+        await conn.close()
+    return {"elapsed": elapsed, "cpu": cpu, "completed": done, "batches": batches}
+
+
 # --- enqueue-to-start latency, against an idle consumer in another process ---------------
 
 
@@ -229,15 +316,19 @@ OPERATIONS = {
     "enqueue_bulk": enqueue_bulk,
     "latency": latency,
 }
+# On rota's schema, which the benchmark made: nothing of pgqueuer's is installed for them.
+RAW_OPERATIONS = {"raw_insert": raw_insert, "raw_drain": raw_drain}
 
 
 def main() -> None:
     spec = json.loads(sys.argv[1])
-    op = OPERATIONS[spec["op"]]
+    raw_op = RAW_OPERATIONS.get(spec["op"])
 
     async def run() -> dict[str, Any]:
+        if raw_op is not None:
+            return await raw_op(spec)
         await install(spec)
-        return await op(spec)
+        return await OPERATIONS[spec["op"]](spec)
 
     result = uvloop.run(run())
     result["version"] = pgqueuer.__version__

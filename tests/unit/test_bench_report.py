@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from bench import report
+from bench import raw, report
 from bench.runner import parse_args
 
 
@@ -167,3 +167,39 @@ def test_markdown_shows_the_tables_and_the_targets() -> None:
     assert "| &nbsp;&nbsp;rota CLI / pgqueuer | 0.60x |" in text
     assert "| 1,000,000 | drain (jobs/s) | 900 (10%) |" in text
     assert "| PostgreSQL: drain vs pgqueuer | >= 1.5x | 0.60x | **no** |" in text
+
+
+def test_the_drain_target_is_read_against_the_fastest_raw_loop_of_the_run() -> None:
+    # 1.5x pgqueuer against the faster of the psycopg and asyncpg raw loops.
+    values = run(
+        drain_cli=25_000,
+        drain_pgqueuer=20_000,
+        drain_baseline=27_000,
+        drain_baseline_asyncpg=30_000,
+    )
+    assert values["ratio_drain_target_raw"] == pytest.approx(1.5 * 20_000 / 30_000)
+    assert values["ratio_cli_asyncpg"] == pytest.approx(25_000 / 30_000)
+    assert values["ratio_pgqueuer_asyncpg"] == pytest.approx(20_000 / 30_000)
+    sqlite = run(drain_cli=20_000, drain_huey=4_000, drain_baseline=48_000)
+    assert sqlite["ratio_drain_target_raw"] == pytest.approx(10 * 4_000 / 48_000)
+
+
+def test_the_asyncpg_loops_run_the_psycopg_loops_sql_with_numbered_placeholders() -> None:
+    sql, names = raw.positional("SELECT %(a)s, %(b)s::int, %(a)s")
+    assert (sql, names) == ("SELECT $1, $2::int, $1", ["a", "b"])
+    drain = raw.asyncpg_drain("lean")
+    assert "%(" not in drain["claim"] + drain["complete"]
+    assert drain["claim_params"] == ["queue", "limit", "worker", "lease"]
+    # rota's claim carries the completions: every c_* array but the ids and tokens is
+    # one value repeated.
+    carrying = raw.asyncpg_drain("rota")
+    assert "%(" not in carrying["claim"]
+    assert {"c_id", "c_token", "queue", "limit"} <= set(carrying["claim_params"])
+    assert set(carrying["carried"]) == {
+        n for n in carrying["claim_params"] if n.startswith("c_")
+    } - {
+        "c_id",
+        "c_token",
+    }
+    insert = raw.asyncpg_insert("bench.noop_async")
+    assert insert["insert_params"] == ["task", "queue", "args"]
