@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 import rota
-from rota.drivers.base import Completion, JobInsert
+from rota.drivers.base import PLAIN, Claim, Completion, JobInsert
 from rota.job import JobState
 from rota.worker.fetcher import claim_now
 from tests.helpers import wait_for
@@ -300,3 +301,23 @@ def test_results_and_history_round_trip(app: rota.App) -> None:
     assert first.started_at is not None and first.finished_at is not None
     assert first.finished_at >= first.started_at
     assert second.outcome.value == "completed"
+
+
+@pytest.mark.parametrize("gated", [False, True], ids=["plain", "gated"])
+def test_a_claim_writes_the_completions_it_carries_and_names_those_accepted(
+    app: rota.App, gated: bool
+) -> None:
+    # A gated queue (a job with a partition key) is claimed by its own statement.
+    keys = [{"partition_key": f"p{i}"} if gated else {} for i in range(4)]
+    d = app.driver
+    d.job_insert_many([row(**k) for k in keys])
+    a, b = claim_now(app, "q", 2, "w", 30)
+    stale = Completion(b.id, uuid.uuid4().hex, JobState.COMPLETED, entry())
+    query = app.claim_queries()["gated" if gated else PLAIN]
+    claimed = d.job_fetch(Claim("q", 1, "w", 30, query, completions=[done(a), stale]))
+    assert claimed.accepted == {a.id}  # b's lease token is not the one sent: refused
+    assert len(claimed.jobs) == 1
+    assert d.job_get(a.id).state is JobState.COMPLETED  # type: ignore[union-attr]
+    assert d.job_get(b.id).state is JobState.RUNNING  # type: ignore[union-attr]
+    # Nothing carried: nothing accepted.
+    assert d.job_fetch(Claim("q", 1, "w", 30, query)).accepted == set()

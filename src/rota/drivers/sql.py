@@ -358,6 +358,8 @@ class SQLDriver:
                 jobs.append(claimed_job(row, c))
             elif kind == "done":
                 accepted.add(int(row["id"]))
+            elif kind == "accepted":  # every accepted completion's id in one row
+                accepted.update(int(job_id) for job_id in row["accepted"])
             elif kind == "queue":
                 mode, paused = row["mode"], c.flag(row["paused"])
                 waiting = None if row["waiting"] is None else c.flag(row["waiting"])
