@@ -359,7 +359,13 @@ def test_one_signal_drains_every_process_however_it_arrives(
     register(app)
     release = tmp_path / "release"
     jobs = [app.enqueue("hold", {"box": str(box), "release": str(release)}) for _ in range(2)]
-    pair = spawn(database_url, "--processes", "2", "--grace", "30", queues="default=1")
+    # A lease longer than FAST's 1 s: this is about the signal, and a loaded machine that
+    # stalls a heartbeat for a second would fence a held job (lost, then run again).
+    pair = spawn(
+        database_url,
+        *("--processes", "2", "--grace", "30", "--lease", "10", "--heartbeat", "1"),
+        queues="default=1",
+    )
     until(lambda: len({r["pid"] for r in starts(box)}) == 2, pair, timeout=30)
 
     if target == "group":

@@ -141,15 +141,17 @@ def test_the_dashboard_under_rota_behind_a_tls_proxy(production: Production) -> 
     # And purge it (#19): the dry run and the purge pass the same doors under /rota.
     mail = p.app.list_jobs(queue="mail", state="available")
     assert mail
-    d.find_element(By.CSS_SELECTOR, 'button[data-purge="mail"]').click()
-    result = d.find_element(By.ID, "bulk-result")
-    wait(d, lambda d: f"would cancel {len(mail)} waiting jobs of queue mail" in result.text)
+    # The overview redraws its rows while we look (the pause above): find and click in one
+    # look, and read the result inside the wait.
+    click(d, 'button[data-purge="mail"]')
+    expected = f"would cancel {len(mail)} waiting jobs of queue mail"
+    wait(d, lambda d: expected in d.find_element(By.ID, "bulk-result").text)
     d.find_element(By.CSS_SELECTOR, "#bulk-form input[name=reason]").send_keys("behind the proxy")
-    d.find_element(By.ID, "bulk-go").click()
+    click(d, "#bulk-go")
     wait(d, lambda d: "behind the proxy" in d.find_element(By.ID, "audit").text)
     assert all(p.app.get_job(j.id).state is rota.JobState.CANCELLED for j in mail)
     # Sign out: back to the sign-in page, and the session is gone.
-    d.find_element(By.ID, "logout").click()
+    click(d, "#logout")
     wait(d, lambda d: d.find_elements(By.NAME, "token"))
     assert d.current_url.startswith(p.base + "/login")
     assert session_cookie(d) is None
@@ -165,7 +167,7 @@ def test_the_dashboard_under_rota_behind_a_tls_proxy(production: Production) -> 
     wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, 'tr[data-queue="mail"]'))
     assert d.current_url == p.base + "/"  # the code is gone from the address bar
     check_cookie(d)
-    d.find_element(By.ID, "logout").click()
+    click(d, "#logout")
     wait(d, lambda d: d.find_elements(By.NAME, "token"))
     # The same link again: a clear page, no session.
     d.get(link)
