@@ -51,7 +51,9 @@ class WorkerSettings:
     lease: float = 30.0  # seconds a job's lease lasts without a heartbeat
     heartbeat: float | None = None  # default: lease / 3
     poll_interval: float = 1.0  # fallback when no notification arrives
-    fetch_batch: int = 100
+    # Most jobs one claim takes: a claim takes min(free slots, fetch_batch), so a worker
+    # with many slots fills them in one round trip (per-claim costs spread over more jobs).
+    fetch_batch: int = 1000
     grace: float = 30.0  # on SIGTERM, how long running jobs may take to finish
     worker_id: str = field(default_factory=default_worker_id)
     maintenance: bool = True  # take part in leader election and run the services

@@ -466,6 +466,55 @@ def test_competing_worker_processes_run_each_job_exactly_once(
     assert len({r["pid"] for r in started}) >= 2
 
 
+def claims(app: rota.App) -> list[int]:
+    """How many jobs each claim took: the jobs one claim statement took share its
+    `attempted_at` (its transaction's clock)."""
+    return sorted(Counter(job.attempted_at for job in app.list_jobs(limit=1000)).values())
+
+
+def test_one_claim_fills_every_free_slot_by_default(
+    app: rota.App, database_url: str, spawn: Spawn, box: Path
+) -> None:
+    register(app)
+    # Waiting before the worker starts: its first claim may take them all.
+    app.tasks["nap"].enqueue_many([{"box": str(box), "seconds": 0}] * 150)
+    worker = spawn(database_url, queues="default=150")
+
+    def all_completed() -> bool:
+        return len(app.list_jobs(state="completed", limit=1000)) == 150
+
+    until(all_completed, worker, timeout=60)
+    # More than the old cap of 100 in one round trip: the claim is bounded by the slots.
+    assert claims(app) == [150]
+    assert worker.count_logged("(claims of up to 1000 jobs)") == 1
+
+
+def test_fetch_batch_bounds_each_claim_in_every_process(
+    app: rota.App, database_url: str, spawn: Spawn, box: Path
+) -> None:
+    register(app)
+    app.tasks["nap"].enqueue_many([{"box": str(box), "seconds": 0}] * 40)
+    pair = spawn(database_url, "--fetch-batch", "5", "--processes", "2", queues="default=12")
+
+    def all_completed() -> bool:
+        return len(app.list_jobs(state="completed", limit=1000)) == 40
+
+    until(all_completed, pair, timeout=60)
+    # Both children were given the batch (the supervisor passes it on).
+    pair.wait_logged("(claims of up to 5 jobs)", count=2)
+    if app.driver.dialect == "postgres":
+        # Each claim's transaction has its own microsecond clock there; SQLite's clock
+        # has milliseconds, where two quick claims of one process may share a stamp.
+        assert max(claims(app)) == 5
+
+
+def test_a_fetch_batch_out_of_range_is_refused(database_url: str, tmp_path: Path) -> None:
+    for bad in ("0", "10001", "many"):
+        done = rota_cli(database_url, tmp_path, "worker", "--app", APP, "--fetch-batch", bad)
+        assert done.returncode == 2, done.stderr
+        assert "--fetch-batch" in done.stderr
+
+
 # --- schema ------------------------------------------------------------------------------
 
 

@@ -104,6 +104,13 @@ def _deadline_options(func: F) -> F:
     show_default=True,
     help="Fallback polling when no notification arrives.",
 )
+@click.option(
+    "--fetch-batch",
+    type=click.IntRange(1, 10_000),
+    default=1000,
+    show_default=True,
+    help="Most jobs claimed in one statement (a claim takes at most the free slots).",
+)
 @click.option("--worker-id", help="Name of this worker in leases and attempt history.")
 @click.option(
     "--capability",
@@ -219,6 +226,7 @@ def worker(
     lease: float,
     heartbeat: float | None,
     poll_interval: float,
+    fetch_batch: int,
     worker_id: str | None,
     rescue_interval: float,
     stage_interval: float,
@@ -260,6 +268,7 @@ def worker(
             lease=lease,
             heartbeat=heartbeat,
             poll_interval=poll_interval,
+            fetch_batch=fetch_batch,
             maintenance=not no_maintenance,
             presence=not no_presence,
             rescue_interval=rescue_interval,
@@ -307,6 +316,8 @@ def worker(
             str(lease),
             "--poll-interval",
             str(poll_interval),
+            "--fetch-batch",
+            str(fetch_batch),
             "--rescue-interval",
             str(rescue_interval),
             "--stage-interval",

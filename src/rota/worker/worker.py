@@ -338,9 +338,10 @@ class Worker:
         self._wake(None)
         self.ready = True
         log.info(
-            "worker %s started: queues %s%s",
+            "worker %s started: queues %s (claims of up to %d jobs)%s",
             self.id,
             ", ".join(f"{q}={c}" for q, c in self.settings.queues.items()),
+            self.settings.fetch_batch,
             "; capabilities " + ", ".join(sorted(self.settings.capabilities))
             if self.settings.capabilities
             else "",
