@@ -42,11 +42,12 @@ SCENARIOS = ("enqueue", "drain", "latency", "features", "sizes", "idle")
 DRAIN_TIMEOUT = 300.0
 QUIET = 0.25  # CPU busy with other work above which a run waits (up to --quiet-wait)
 
-# The CLI worker's best settings on this machine (`python -m bench --sweep` on a quiet
-# machine, 3 December 2026, see docs/benchmarks.md): 100 slots and two processes (one per
-# core) on both dialects; on SQLite too, one process claims while the other runs its jobs.
-# The CLI has no --fetch-batch: claims are min(free, 100).
-CLI_CONCURRENCY = {"sqlite": 100, "postgres": 100}
+# The CLI worker's best settings on this machine (`python -m bench --sweep`, 3 December
+# 2026, bench/results/2026-12-03-s8-sweep.*, see docs/benchmarks.md): 400 slots and two
+# processes (one per core) on both dialects. A claim takes min(free slots, --fetch-batch,
+# 1000 by default), so 400 slots claim 400 jobs a round trip: 1.5x (SQLite) and 1.2x
+# (PostgreSQL) the drain of 100 slots; 800 ties with 400 within the noise.
+CLI_CONCURRENCY = {"sqlite": 400, "postgres": 400}
 CLI_PROCESSES = {"sqlite": 2, "postgres": 2}
 # The peers' best settings on this machine (the same sweep). pgqueuer's own benchmark
 # documents 5 consumers x batch 10 with asyncpg and uvloop; huey's consumer runs threads,
@@ -769,8 +770,8 @@ def wait_for_quiet(console: Console, limit: float, *, quiet: bool = False) -> fl
     return busy
 
 
-SWEEP_CLI = ((50, 1), (100, 1), (250, 1), (500, 1), (100, 2))
-SWEEP_PGQUEUER = ((5, 10), (5, 50), (2, 100), (5, 100))
+SWEEP_CLI = ((100, 1), (100, 2), (200, 2), (400, 1), (400, 2), (800, 2))
+SWEEP_PGQUEUER = ((5, 10), (2, 100), (5, 100), (2, 200), (5, 200), (2, 400))
 SWEEP_HUEY = (1, 4, 8)
 
 
