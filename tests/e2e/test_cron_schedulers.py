@@ -124,7 +124,12 @@ def test_racing_schedulers_start_each_tick_exactly_once(pg_url: str, spawn: Spaw
 def test_a_killed_leader_is_replaced_and_no_tick_is_lost_or_doubled(
     pg_url: str, spawn: Spawn
 ) -> None:
-    schedules, speed, deadline = 40, 30, 120.0
+    # A tick every 6 s of real time (speed 10): a hand-over takes about a second (leader_ttl
+    # 0.6 s), and one taking longer than a tick would leave two ticks due, of which the
+    # successor starts only the latest (Kubernetes' rule), so the test would see a lost
+    # tick that the rule, not the hand-over, skipped. At speed 30 (a tick every 2 s) a
+    # loaded CI machine did that once.
+    schedules, speed, deadline = 40, 10, 120.0
     app = rota.App(pg_url)
     try:
         app.migrate()
