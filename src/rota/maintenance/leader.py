@@ -8,13 +8,12 @@ t + ttl - margin unless a later election came back, even while that election han
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
 
 from rota.drivers.base import Driver
-from rota.maintenance.service import DbCall, log_failure
+from rota.maintenance.service import DbCall, log_failure, wait_set
 
 log = logging.getLogger("rota.leader")
 
@@ -103,5 +102,4 @@ class Elector:
                     log.info("worker %s lost leadership", self.worker_id)
                 log_failure(log, "leader election", exc, "not leading until it succeeds")
             # Renew well inside the ttl; followers poll at the same pace.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=self.ttl / 3)
+            await wait_set(stop, self.ttl / 3)

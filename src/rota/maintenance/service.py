@@ -78,11 +78,8 @@ class PeriodicService:
         delay = 0.0 if self.immediate else random.uniform(0, self.interval)
         failures = 0
         while not stop.is_set():
-            try:
-                await asyncio.wait_for(stop.wait(), timeout=delay)
+            if await wait_set(stop, delay):
                 return
-            except TimeoutError:
-                pass
             delay = self.interval
             if self.leader_only and not is_leader():
                 continue
@@ -97,6 +94,22 @@ class PeriodicService:
                 failures += 1
                 delay = backoff_delay(failures, 2 * self.interval, 30.0)
                 log_failure(log, self.name, exc, f"retrying in {delay:.1f}s")
+
+
+async def wait_set(event: asyncio.Event, seconds: float) -> bool:
+    """Wait until `event` is set or `seconds` have passed; True if it is set. Unlike
+    `asyncio.wait_for(event.wait(), seconds)` it starts no task per wait (an idle worker
+    waits this way dozens of times a second: its guard, services, presence, heartbeat)."""
+    if event.is_set():
+        return True
+    if seconds <= 0:
+        return False
+    try:
+        async with asyncio.timeout(seconds):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True
 
 
 def _nonzero(report: object) -> bool:

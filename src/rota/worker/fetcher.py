@@ -6,7 +6,6 @@ on PostgreSQL, for the jobs that ended and the jobs that start."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from rota.drivers.base import PLAIN, Claim, Claimed, Driver
 from rota.job import Job
-from rota.maintenance.service import DbCall, backoff_delay, log_failure
+from rota.maintenance.service import DbCall, backoff_delay, log_failure, wait_set
 from rota.worker.completer import Completer, refused_value
 
 if TYPE_CHECKING:
@@ -118,8 +117,7 @@ class Fetcher:
                     timeout = min(timeout, self._limited_wait)
                     self._limited_wait = min(self._limited_wait * 2, LIMITED_RETRY_MAX)
                 if not self._wake.is_set():
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._wake.wait(), timeout=timeout)
+                    await wait_set(self._wake, timeout)
             self._wake.clear()
             if self.paused():
                 continue

@@ -9,14 +9,13 @@ long is stopped here, while the database still cannot be reached (fence())."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
 
 from rota.context import Context
 from rota.drivers.base import Driver
-from rota.maintenance.service import DbCall, log_failure
+from rota.maintenance.service import DbCall, log_failure, wait_set
 from rota.worker.lease_clock import LeaseClock
 
 log = logging.getLogger("rota.worker")
@@ -97,8 +96,7 @@ class Heartbeater:
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             wait = min(self.interval, RETRY_AFTER_FAILURE) if self.failures else self.interval
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._event.wait(), timeout=wait)
+            await wait_set(self._event, wait)
             self._event.clear()
             try:
                 await self.beat()

@@ -20,6 +20,7 @@ from rota.context import Context
 from rota.drivers.base import Completion
 from rota.errors import JobNotFoundError
 from rota.job import Job, JobState
+from rota.maintenance.service import wait_set
 from rota.telemetry.attempts import AttemptObserver
 from rota.worker.executor import Executor
 from rota.worker.heartbeat import Heartbeater
@@ -163,5 +164,4 @@ class OneShot:
         return FOLLOW_INTERVAL
 
     async def _wait(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stop.wait(), timeout=seconds)
+        await wait_set(self._stop, seconds)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from rota.drivers.base import Driver
 from rota.drivers.presence import PresenceHold, PresenceTakenError
-from rota.maintenance.service import DbCall, backoff_delay, log_failure
+from rota.maintenance.service import DbCall, backoff_delay, log_failure, wait_set
 
 log = logging.getLogger("rota.presence")
 
@@ -93,8 +93,7 @@ class PresenceKeeper:
                 if not alive:
                     self._lost()
                     delay = 0.0
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=delay)
+            await wait_set(stop, delay)
 
     async def _register(self) -> float:
         try:

@@ -5,12 +5,11 @@ reporting in a tight loop costs the database nothing extra (and never blocks the
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 
 from rota.drivers.base import Driver, ProgressUpdate
-from rota.maintenance.service import DbCall, log_failure
+from rota.maintenance.service import DbCall, log_failure, wait_set
 
 log = logging.getLogger("rota.worker")
 
@@ -66,8 +65,7 @@ class ProgressWriter:
     async def run(self, stop: asyncio.Event) -> None:
         self._loop = asyncio.get_running_loop()
         while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._event.wait(), timeout=1.0)
+            await wait_set(self._event, 1.0)
             self._event.clear()
             await self.flush()
             # The rate limit: nothing more for this long, however often tasks report.

@@ -26,7 +26,7 @@ from rota.maintenance.horizon import HorizonWatch
 from rota.maintenance.leader import Elector
 from rota.maintenance.pruner import Pruner
 from rota.maintenance.rescuer import PresenceRescuer, Rescuer
-from rota.maintenance.service import PeriodicService, backoff_delay
+from rota.maintenance.service import PeriodicService, backoff_delay, wait_set
 from rota.maintenance.stager import Stager
 from rota.settings import WorkerSettings
 from rota.telemetry.attempts import AttemptObserver
@@ -390,8 +390,7 @@ class Worker:
                 failures += 1
                 delay = backoff_delay(failures, 1.0, 30.0)
                 log.warning("database unavailable (%s); retrying in %.1fs", exc, delay)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stop.wait(), timeout=delay)
+                await wait_set(self._stop, delay)
 
     async def _drain(self, grace_ends: float, deadline: float) -> None:
         if self._running and not self._halt.is_set():
@@ -432,8 +431,7 @@ class Worker:
         not be confirmed in time, while the database is still out of reach."""
         beater = self.heartbeater
         while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=GUARD_TICK)
+            await wait_set(stop, GUARD_TICK)
             self.calls.check()
             now = time.monotonic()
             troubled = beater.failures > 0 or beater.hanging(self.hang_after)
