@@ -13,7 +13,7 @@ from bench.db import BenchError, Database
 
 BULK_BATCH = 1000
 CONCURRENCY = 100
-FETCH_BATCH = 1000  # WorkerSettings' default: a claim takes min(free slots, 1000)
+FETCH_BATCH = rota.WorkerSettings.fetch_batch  # a claim takes min(free slots, this)
 
 
 def worker_settings(concurrency: int = CONCURRENCY) -> rota.WorkerSettings:

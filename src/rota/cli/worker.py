@@ -107,7 +107,7 @@ def _deadline_options(func: F) -> F:
 @click.option(
     "--fetch-batch",
     type=click.IntRange(1, 10_000),
-    default=1000,
+    default=WorkerSettings.fetch_batch,
     show_default=True,
     help="Most jobs claimed in one statement (a claim takes at most the free slots).",
 )
