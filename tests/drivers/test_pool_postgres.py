@@ -5,12 +5,15 @@ through the pool, which cost a single enqueue a fifth of its throughput."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from typing import Any
 
 import pytest
 
 from rota.drivers.postgres.pool import AsyncPool, Pool
 from tests.conftest import PG_URL, require_postgres
+from tests.proxy import TcpProxy
 
 SIZE = 3
 
@@ -55,3 +58,26 @@ def test_the_async_pool_keeps_to_the_connection_used_last() -> None:
 
     pids, last = asyncio.run(main())
     assert pids == [last] * 6
+
+
+def test_a_loop_that_ends_while_the_async_pool_connects_can_close() -> None:
+    """The loop that owns the pool ends while a connect is under way (here one that never
+    gets an answer, through a black hole): its cancellation ends the connect, and
+    asyncio.run() returns, instead of psycopg_pool trying again for ever."""
+    with TcpProxy(("127.0.0.1", 5432)) as proxy:
+        proxy.blackhole()
+        url = proxy.url(PG_URL)
+
+        async def main() -> None:
+            pool = AsyncPool(url, min_size=1, max_size=2, open=False, name="rota-test")
+            await pool.open(wait=False)
+            deadline = time.monotonic() + 5
+            while proxy.accepted == 0 and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            assert proxy.accepted, "the pool never started connecting"
+            await asyncio.sleep(0.2)  # the connect waits for an answer: end the loop now
+
+        thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
+        thread.start()
+        thread.join(timeout=15)
+        assert not thread.is_alive(), "asyncio.run() did not return: the connect was retried"

@@ -10,13 +10,19 @@
 - **The reconnect backoff is capped** (sync pool): psycopg_pool doubles it from 1 s
   without a cap, so after a 40 s outage the next try could be 30 s away; capped, the
   worker is whole again within seconds of the network healing (#21).
+- **A cancelled connect is not tried again** (async pool): psycopg_pool 3.3 counts a
+  cancellation as a failed connect and schedules another. When the loop that owns the
+  pool ends (`asyncio.run()` returning while the pool grows for a burst of
+  `enqueue_async`), its cancellation of every task is answered with a new attempt, and
+  `asyncio.run()` never returns; so a connect that was cancelled gives up instead.
 
-Both override private details of psycopg_pool 3.2/3.3 (the deque of idle connections, the
-hook that adds a connection); tests check the reuse order and the recovery time, so an
-upgrade that moves them fails loudly rather than slowly."""
+Each overrides private details of psycopg_pool 3.2/3.3 (the deque of idle connections, the
+hook that adds a connection); tests check the reuse order, the recovery time and a loop
+ending mid-connect, so an upgrade that moves them fails loudly rather than slowly."""
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from typing import Any
 
@@ -56,9 +62,39 @@ class Pool(psycopg_pool.ConnectionPool):
         super()._add_connection(attempt, growing)
 
 
+class _UntilCancelled(AttemptWithBackoff):
+    """The attempts to add one connection, given up once the task making them was
+    cancelled: its cancellation stays pending (`Task.cancelling()`) even though
+    psycopg_pool caught it."""
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__(timeout=timeout)
+        self.task: asyncio.Task[Any] | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self.task is not None and self.task.cancelling() > 0
+
+    def time_to_give_up(self, now: float) -> bool:
+        return self.cancelled or super().time_to_give_up(now)
+
+
 class AsyncPool(psycopg_pool.AsyncConnectionPool):
-    """The pool of `enqueue_async`: newest connection first."""
+    """The pool of `enqueue_async`: newest connection first; a cancelled connect ends."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._pool = _NewestFirst(self._pool)  # empty: both are made with open=False
+
+    async def _add_connection(
+        self, attempt: AttemptWithBackoff | None, growing: bool = False
+    ) -> None:
+        if not isinstance(attempt, _UntilCancelled):
+            attempt = _UntilCancelled(timeout=self.reconnect_timeout)
+        attempt.task = asyncio.current_task()
+        await super()._add_connection(attempt, growing)
+        task = attempt.task
+        if task is not None and attempt.cancelled:
+            # Asked again, so that the pool's worker (which catches it from here as well)
+            # ends at its next wait instead of waiting for its next task forever.
+            task.cancel()
