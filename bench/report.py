@@ -77,6 +77,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("pgqueuer_latency_p50", "pgqueuer enqueue-to-start p50", "ms"),
     Metric("pgqueuer_latency_p99", "pgqueuer enqueue-to-start p99", "ms"),
     Metric("drain_features", "drain, rota CLI, every feature in use", "jobs/s"),
+    Metric("drain_features_plain", "drain, rota CLI, plain, around it", "jobs/s"),
     Metric("ratio_features", "  features in use / plain", "ratio"),
     Metric("idle_rss_mb", "idle worker RSS", "MB"),
     Metric("idle_cpu_pct", "idle worker CPU (% of one core)", "%"),
@@ -104,7 +105,7 @@ RATIOS: dict[str, tuple[str, str]] = {
     "ratio_cli_asyncpg": ("drain_cli", "drain_baseline_asyncpg"),
     "ratio_rota_sql_asyncpg_pgqueuer": ("drain_rota_sql_asyncpg", "drain_pgqueuer"),
     "ratio_pgqueuer_asyncpg": ("drain_pgqueuer", "drain_baseline_asyncpg"),
-    "ratio_features": ("drain_features", "drain_cli"),
+    "ratio_features": ("drain_features", "drain_features_plain"),
 }
 SIZE_KEY = re.compile(r"^size_(finished|dead|lived|lived_dead)_(\d+)_(\w+)$")
 # What N rows of each size variant are, in the tables (bench/sizes.py).

@@ -587,21 +587,30 @@ class Bench:
 
     def features(self, dialect: str, values: dict[str, float]) -> None:
         """The plain `bench` queue drained beside every feature in use on other queues,
-        against the plain drain of this run (measured here if `drain` was left out)."""
-        if "drain_cli" not in values:
-            self.drain(
-                dialect, values, "cli", "drain, rota worker (CLI)", tasks.NOOP_ASYNC, self._cli
-            )
+        between two drains of the same queue on a plain installation: the ratio is taken
+        against those (their mean rate), not against the drain scenario's figure, because
+        the machine's pace drifts over the minutes between (that ratio swung 0.64-1.33)."""
+
+        def plain(when: str) -> float:
+            name = f"features_plain_{when}"
+            self.drain(dialect, values, name, f"drain, plain, {when}", tasks.NOOP_ASYNC, self._cli)
+            values.pop(f"cpu_us_{name}", None)
+            return values.pop(f"drain_{name}")
+
+        before = plain("before")
         with self.database(dialect) as db:
             prefill(db, tasks.NOOP_ASYNC, self.args.jobs)
             features.put_in_use(db.url)
             self.quiet(values, "features")
             result = self._cli(db, cli.FEATURES_APP)
         self.record_drain(dialect, values, "features", "drain, features in use", result)
+        after = plain("after")
+        values["drain_features_plain"] = statistics.fmean((before, after))
         self.note(
             dialect,
             "features in use / plain",
-            f"{values['drain_features'] / values['drain_cli']:.0%}",
+            f"{values['drain_features'] / values['drain_features_plain']:.0%} (plain drains "
+            f"{before:,.0f} and {after:,.0f} jobs/s around it)",
         )
 
     def sizes(self, dialect: str, values: dict[str, float]) -> None:

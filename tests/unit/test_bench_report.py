@@ -91,6 +91,7 @@ def test_targets_of_issue_16() -> None:
             latency_p50=2.9,
             latency_p99=10.0,
             drain_features=14_000,
+            drain_features_plain=15_000,  # the plain drains around it
             idle_rss_mb=59.0,
         ),
         "sqlite": run(
