@@ -28,6 +28,7 @@ class BatchReport:
     finished: int = 0  # batches that reached Complete or Failed
     pruned: int = 0  # finished batches deleted after their TTL (with their jobs)
     errors: int = 0  # batches this pass could not advance (logged; retried next pass)
+    open: int = 0  # unfinished batches this pass looked at
 
 
 class BatchController(PeriodicService):
@@ -39,6 +40,11 @@ class BatchController(PeriodicService):
     ) -> None:
         super().__init__(driver, interval)
         self.clock = clock  # tests may inject one; by default the database's clock
+
+    def idle(self, report: object) -> bool:
+        # No batch is open: a new one comes with a commit. (An open one may pass its
+        # deadline with no commit at all, and a full prune may leave more to prune.)
+        return isinstance(report, BatchReport) and not (report.open or report.pruned)
 
     def next_delay(self, report: object) -> float:
         # Jobs just started or observed: their successors are likely due soon, so come
@@ -82,4 +88,4 @@ class BatchController(PeriodicService):
                         final.message,
                     )
         pruned = store.prune_expired(self.prune_batch)
-        return BatchReport(**totals, pruned=pruned)
+        return BatchReport(**totals, pruned=pruned, open=len(ids))

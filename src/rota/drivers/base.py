@@ -274,6 +274,11 @@ class CopyStore(Protocol):
 class Notifier(Protocol):
     """Tells a worker that jobs may be waiting; polling remains the fallback."""
 
+    # True when `wake(None)` follows every commit to the database by anyone (SQLite's
+    # change watcher), not only new jobs: then a service with nothing to do may rest
+    # until the next wake-up instead of looking every interval.
+    sees_every_commit: bool
+
     async def run(self, wake: WakeFunc, control: Callable[[str], None]) -> None: ...
 
 

@@ -1,6 +1,7 @@
 """PeriodicService: the base owns the loop (interval, jitter, leader gate, error
-backoff); each service only writes `run_once() -> Report`, which tests call directly.
-Also what every loop of a worker does when a pass fails: back off, and say why."""
+backoff, rest while idle); each service only writes `run_once() -> Report`, which tests
+call directly. Also what every loop of a worker does when a pass fails: back off, and
+say why."""
 
 from __future__ import annotations
 
@@ -17,6 +18,12 @@ log = logging.getLogger("rota.maintenance")
 
 # Runs a blocking driver call off the event loop.
 DbCall = Callable[..., Awaitable[Any]]
+
+# A resting service (see PeriodicService.rests) still looks every REST_FACTOR intervals,
+# at most every REST_MAX seconds (but never more often than its interval): the safety net
+# for work that comes with time rather than with a commit (a finished batch's TTL).
+REST_FACTOR = 10
+REST_MAX = 5.0
 
 
 def backoff_delay(failures: int, base: float, cap: float) -> float:
@@ -60,6 +67,14 @@ class PeriodicService:
         self.driver = driver
         self.interval = interval
         self.runs = 0
+        # Set by the worker where it hears of every commit (SQLite's change watcher): then
+        # a pass that found nothing to do (`idle`) is followed by a rest until `changed()`
+        # instead of a pass every interval. Elsewhere (PostgreSQL tells only of new jobs)
+        # the service keeps its interval.
+        self.rests = False
+        self.rest = max(interval, min(REST_MAX, REST_FACTOR * interval))
+        self.resting = False
+        self._changed: asyncio.Event | None = None
 
     def run_once(self) -> object:
         raise NotImplementedError
@@ -68,26 +83,62 @@ class PeriodicService:
         """Called once (blocking, off the loop) when the worker stops: undo what only a
         running worker should hold. Most services hold nothing."""
 
+    def idle(self, report: object) -> bool:
+        """True when the pass that returned `report` found nothing that could become work
+        without a commit to the database: then, where the worker hears of every commit, it
+        may rest until one. Only a service whose work all comes from commits says so."""
+        return False
+
+    def changed(self) -> None:
+        """The database changed (a commit by any connection): a resting service looks."""
+        if self._changed is not None:
+            self._changed.set()
+
     def next_delay(self, report: object) -> float:
         """Seconds until the next pass after one that returned `report`: the interval,
         unless a service knows more work is coming (the batch controller after progress)."""
         return self.interval
 
     async def run(self, db: DbCall, is_leader: Callable[[], bool], stop: asyncio.Event) -> None:
+        changed = self._changed = asyncio.Event()
+        # A rest ends on a change or on stop: one waiter for the service's life, so that
+        # each rest waits on one event without a task of its own.
+        stopping = asyncio.ensure_future(stop.wait())
+        stopping.add_done_callback(lambda _: changed.set())
+        try:
+            await self._loop(db, is_leader, stop, changed)
+        finally:
+            stopping.cancel()
+            self._changed = None
+
+    async def _loop(
+        self,
+        db: DbCall,
+        is_leader: Callable[[], bool],
+        stop: asyncio.Event,
+        changed: asyncio.Event,
+    ) -> None:
         # A random first delay keeps many workers started together from beating in step.
         delay = 0.0 if self.immediate else random.uniform(0, self.interval)
         failures = 0
         while not stop.is_set():
-            if await wait_set(stop, delay):
+            if self.resting:
+                await wait_set(changed, self.rest)
+                if stop.is_set():
+                    return
+            elif await wait_set(stop, delay):
                 return
             delay = self.interval
+            self.resting = False
             if self.leader_only and not is_leader():
                 continue
+            changed.clear()  # a commit from here on is looked at by the next pass
             try:
                 report = await db(self.run_once)
                 self.runs += 1
                 failures = 0
                 delay = self.next_delay(report)
+                self.resting = self.rests and self.idle(report)
                 if _nonzero(report):
                     log.info("%s: %s", self.name, report)
             except Exception as exc:
@@ -114,4 +165,5 @@ async def wait_set(event: asyncio.Event, seconds: float) -> bool:
 
 def _nonzero(report: object) -> bool:
     values = getattr(report, "__dict__", {}).values()
-    return any(isinstance(v, int) and v for v in values) or (isinstance(report, int) and report > 0)
+    counted = (v for v in values if isinstance(v, int) and not isinstance(v, bool))
+    return any(counted) or (isinstance(report, int) and report > 0)

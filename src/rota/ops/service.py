@@ -29,6 +29,9 @@ class HoldReport:
     breakers_opened: int = 0
     breakers_half_open: int = 0
     breakers_closed: int = 0
+    # Some queue has windows, a breaker or a hold of this service: time alone may give
+    # the next pass work (a window opens, a cool-down ends).
+    watching: bool = False
 
 
 def apply_window(
@@ -123,9 +126,14 @@ class QueueHoldService(PeriodicService):
         super().__init__(driver, interval)
         self.clock = clock or (lambda: datetime.now(UTC))
 
+    def idle(self, report: object) -> bool:
+        # No windows, breakers or holds of its own: they come with a commit.
+        return isinstance(report, HoldReport) and not report.watching
+
     def run_once(self) -> HoldReport:
         report = HoldReport()
         current = self.driver.queue_hold_list()  # one read of every hold per pass
+        report.watching = any(h.source in ("window", "breaker") for h in current)
         self.windows_pass(report, current)
         self.breakers_pass(report, current)
         return report
@@ -135,6 +143,7 @@ class QueueHoldService(PeriodicService):
         holds = HoldStore(self.driver)
         configured: set[str] = set()
         for record in holds.window_list():
+            report.watching = True
             configured.add(record.queue)
             try:
                 schedule = schedule_from_json(record.windows_json, record.tz)
@@ -153,6 +162,7 @@ class QueueHoldService(PeriodicService):
         holds = HoldStore(self.driver)
         records = holds.breaker_list()
         if records:
+            report.watching = True
             now = self.driver.db_now()  # breaker times are database times
             for record in records:
                 self._step(record, now, report)

@@ -54,8 +54,11 @@ SHUTDOWN_MARGIN = 1.0
 # as hung: it is logged once, the worker turns unready and, if it is a heartbeat, stops
 # claiming until a beat succeeds (#21).
 HANG_AFTER_MAX = 2.0
-# How often the guard looks at the lease clock and the calls in flight.
+# How often the guard looks at the lease clock and the calls in flight; with nothing to
+# guard (no job held, no call in flight, heartbeats fine) every GUARD_IDLE_TICK: a call
+# that starts meanwhile is seen hung at most that much later than HANG_AFTER.
 GUARD_TICK = 0.1
+GUARD_IDLE_TICK = 0.5
 
 
 class Worker:
@@ -292,6 +295,8 @@ class Worker:
         background.append(asyncio.create_task(self._guard(stop_parts), name="rota-lease-guard"))
         background.append(asyncio.create_task(self.presence.run(stop_parts), name="rota-presence"))
         notifier = self.notifier = self.driver.notifier()
+        for service in self.services:
+            service.rests = notifier.sees_every_commit
         background.append(
             asyncio.create_task(notifier.run(self._wake, self._control), name="rota-notify")
         )
@@ -430,8 +435,9 @@ class Worker:
         hang, resume them the moment one succeeds, and stop every job whose lease could
         not be confirmed in time, while the database is still out of reach."""
         beater = self.heartbeater
+        tick = GUARD_TICK
         while not stop.is_set():
-            await wait_set(stop, GUARD_TICK)
+            await wait_set(stop, tick)
             self.calls.check()
             now = time.monotonic()
             troubled = beater.failures > 0 or beater.hanging(self.hang_after)
@@ -459,6 +465,8 @@ class Worker:
                     else "its renewal came too late"
                 )
                 beater.fence(why)
+            guarding = len(beater.leases) or self.calls.in_flight or beater.failures
+            tick = GUARD_TICK if guarding or self.cut_off else GUARD_IDLE_TICK
 
     def _start_job(self, job: Job, fetcher: Fetcher) -> None:
         if self.heartbeater.leases.late(fetcher.claim_sent):
@@ -596,6 +604,9 @@ class Worker:
         if queue is None:
             for fetcher in self.fetchers.values():
                 fetcher.wake()
+            if self.notifier is not None and self.notifier.sees_every_commit:
+                for service in self.services:
+                    service.changed()
         elif queue in self.fetchers:
             self.fetchers[queue].wake()
 

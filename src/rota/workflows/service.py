@@ -50,6 +50,13 @@ class WorkflowController(PeriodicService):
         self.prune_interval = prune_interval
         self._pruned_at = float("-inf")
 
+    def idle(self, report: object) -> bool:
+        # Nothing moved: a run moves only when its step jobs or its own row change, each
+        # a commit (the plan reads no clock). Errors and stale changes are tried again.
+        return isinstance(report, WorkflowControllerReport) and not any(
+            (report.advanced, report.jobs, report.finished, report.stale, report.errors)
+        )
+
     def run_once(self) -> WorkflowControllerReport:
         report = self.workflows.advance(page=self.page)
         pruned = 0

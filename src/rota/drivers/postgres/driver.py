@@ -130,6 +130,8 @@ class ListenNotifier:
     probe that never came back on a connection that answers queries means notifications
     cannot reach it (a pooler), and the worker says it polls instead (#21)."""
 
+    sees_every_commit = False  # NOTIFY tells of new jobs and control messages only
+
     def __init__(
         self,
         conninfo: str | Callable[[], str],

@@ -45,6 +45,8 @@ GATHER = 0.003
 class DataVersionNotifier:
     """Calls `wake(None)` on the worker's loop after each commit by another connection."""
 
+    sees_every_commit = True
+
     def __init__(self, path: str, busy_ms: int, *, use_inotify: bool = True) -> None:
         self._path = path
         self._busy_ms = busy_ms

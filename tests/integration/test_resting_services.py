@@ -1,0 +1,122 @@
+"""An idle leader's controllers rest where the worker hears of every commit (SQLite's
+change watcher): the batch, workflow, hold and count passes that found nothing to do
+wait for the next commit instead of looking every interval, and a commit from another
+process wakes them at once. On PostgreSQL, whose notifications tell of new jobs only,
+they keep their interval (#16: an idle worker costs under 1% of a core)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import rota
+from rota.maintenance.service import PeriodicService
+from tests.helpers import fast_settings
+
+RESTING = ("batches", "workflows", "holds", "counts")
+
+
+def _service(worker: rota.Worker, name: str) -> PeriodicService:
+    return next(s for s in worker.services if s.name == name)
+
+
+async def _lead(worker: rota.Worker, task: asyncio.Task[None]) -> None:
+    deadline = time.monotonic() + 10
+    while not (worker.elector.is_leader and all(_service(worker, n).runs for n in RESTING)):
+        assert not task.done() and time.monotonic() < deadline, "the worker never led"
+        await asyncio.sleep(0.02)
+
+
+def _idle_passes(app: rota.App, seconds: float) -> tuple[dict[str, int], rota.Worker]:
+    """Passes each service ran in `seconds` of an idle leader whose controllers look every
+    0.2 s (a resting one every 2 s) and whose stager, which never rests, every 0.1 s.
+    Leadership and the worker's advertised row are renewed at their default pace (every
+    5 and 10 s), so the worker's own commits seldom wake anything."""
+    settings = fast_settings(
+        batch_interval=0.2,
+        workflow_interval=0.2,
+        stage_interval=0.1,
+        leader_ttl=15.0,
+        lease=30.0,
+        heartbeat=10.0,
+    )
+    worker = rota.Worker(app, settings)
+
+    async def scenario() -> dict[str, int]:
+        task = asyncio.create_task(worker.run())
+        try:
+            await _lead(worker, task)
+            await asyncio.sleep(0.5)  # past the first passes and their writes
+            before = {s.name: s.runs for s in worker.services}
+            await asyncio.sleep(seconds)
+            return {s.name: s.runs - before[s.name] for s in worker.services}
+        finally:
+            worker.stop()
+            await asyncio.wait_for(task, timeout=30)
+
+    return asyncio.run(scenario()), worker
+
+
+def test_an_idle_sqlite_leader_rests_its_controllers(sqlite_url: str) -> None:
+    app = rota.App(sqlite_url)
+    app.migrate()
+    passes, worker = _idle_passes(app, 2.0)
+    assert passes["stager"] >= 8, passes  # the yardstick: a service that never rests
+    for name in RESTING:
+        assert _service(worker, name).rests
+        assert passes[name] <= passes["stager"] / 4, (name, passes)
+
+
+def test_a_postgres_leader_keeps_its_intervals(pg_url: str) -> None:
+    app = rota.App(pg_url)
+    app.migrate()
+    passes, worker = _idle_passes(app, 2.0)
+    for name in ("batches", "workflows"):
+        assert not _service(worker, name).rests
+        assert passes[name] >= passes["stager"] / 4, (name, passes)
+
+
+def test_a_commit_from_elsewhere_wakes_a_resting_batch_controller(sqlite_url: str) -> None:
+    """A batch created by another process after the controller went to rest (5 s at the
+    default 0.5 s interval) still finishes within a fraction of that rest."""
+
+    def part(ctx: rota.Context) -> int:
+        return ctx.index
+
+    app = rota.App(sqlite_url)
+    app.task(part)
+    app.migrate()
+    worker = rota.Worker(app, fast_settings(leader_ttl=15.0, lease=30.0, heartbeat=10.0))
+    controller = _service(worker, "batches")
+
+    async def scenario() -> float:
+        task = asyncio.create_task(worker.run())
+        try:
+            await _lead(worker, task)
+            await asyncio.sleep(0.5)
+            assert controller.resting and controller.rest == 5.0
+            other = rota.App(sqlite_url)  # another connection, as another process would
+            same = other.task(part)
+            status = await asyncio.to_thread(other.batch, same, completions=4, indexed=True)
+            started = time.monotonic()
+            while not (await asyncio.to_thread(app.batches.get, status.id)).finished:
+                assert time.monotonic() - started < 10, "the batch never finished"
+                await asyncio.sleep(0.02)
+            return time.monotonic() - started
+        finally:
+            worker.stop()
+            await asyncio.wait_for(task, timeout=30)
+
+    assert asyncio.run(scenario()) < 2.5
+
+
+def test_a_hold_service_with_a_breaker_to_watch_does_not_rest(sqlite_url: str) -> None:
+    """A breaker's cool-down ends with time, not with a commit: while a queue has one (or
+    windows), the hold service keeps its interval."""
+    app = rota.App(sqlite_url)
+    app.migrate()
+    app.queues.set_breaker("mail", cooldown=5.0)
+    passes, worker = _idle_passes(app, 2.0)
+    holds = _service(worker, "holds")
+    assert holds.rests and not holds.resting
+    assert passes["holds"] >= 3, passes  # every 0.5 s (it would rest 5 s)
