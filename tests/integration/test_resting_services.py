@@ -120,3 +120,38 @@ def test_a_hold_service_with_a_breaker_to_watch_does_not_rest(sqlite_url: str) -
     holds = _service(worker, "holds")
     assert holds.rests and not holds.resting
     assert passes["holds"] >= 3, passes  # every 0.5 s (it would rest 5 s)
+
+
+def test_a_resting_service_looks_no_more_often_than_its_interval(sqlite_url: str) -> None:
+    """Commits streaming in (here one every 10 ms, from another connection) each wake a
+    resting service, but it still runs at most one pass per interval."""
+    app = rota.App(sqlite_url)
+    app.migrate()
+    settings = fast_settings(batch_interval=0.2, leader_ttl=15.0, lease=30.0, heartbeat=10.0)
+    worker = rota.Worker(app, settings)
+    controller = _service(worker, "batches")
+    other = rota.App(sqlite_url)
+    elsewhere = other.task(name="elsewhere", queue="not-served")(lambda: None)
+
+    def commits(seconds: float) -> int:
+        count, end = 0, time.monotonic() + seconds
+        while time.monotonic() < end:
+            elsewhere.enqueue()
+            count += 1
+            time.sleep(0.01)
+        return count
+
+    async def scenario() -> tuple[int, int]:
+        task = asyncio.create_task(worker.run())
+        try:
+            await _lead(worker, task)
+            before = controller.runs
+            made = await asyncio.to_thread(commits, 2.0)
+            return controller.runs - before, made
+        finally:
+            worker.stop()
+            await asyncio.wait_for(task, timeout=30)
+
+    passes, made = asyncio.run(scenario())
+    assert made >= 50, made
+    assert 2 <= passes <= 2.0 / 0.2 + 2, passes

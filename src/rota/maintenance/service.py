@@ -121,18 +121,21 @@ class PeriodicService:
         # A random first delay keeps many workers started together from beating in step.
         delay = 0.0 if self.immediate else random.uniform(0, self.interval)
         failures = 0
+        loop = asyncio.get_running_loop()
+        began = loop.time()
         while not stop.is_set():
             if self.resting:
                 await wait_set(changed, self.rest)
-                if stop.is_set():
-                    return
-            elif await wait_set(stop, delay):
+                # Never more often than the interval, however fast commits come.
+                delay = began + self.interval - loop.time()
+            if await wait_set(stop, delay):
                 return
             delay = self.interval
             self.resting = False
             if self.leader_only and not is_leader():
                 continue
             changed.clear()  # a commit from here on is looked at by the next pass
+            began = loop.time()
             try:
                 report = await db(self.run_once)
                 self.runs += 1
