@@ -604,9 +604,8 @@ class Worker:
         if queue is None:
             for fetcher in self.fetchers.values():
                 fetcher.wake()
-            if self.notifier is not None and self.notifier.sees_every_commit:
-                for service in self.services:
-                    service.changed()
+            for service in self.services:
+                service.changed()  # only a resting service (rests: SQLite) waits for it
         elif queue in self.fetchers:
             self.fetchers[queue].wake()
 
