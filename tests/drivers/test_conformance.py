@@ -193,6 +193,25 @@ def test_scheduled_insert_and_staging(app: rota.App) -> None:
     assert d.job_stage_due(100, horizon=7200) == 2
 
 
+def test_next_due_is_the_earliest_scheduled_or_retryable_job(app: rota.App) -> None:
+    """What a resting stager sleeps until: seconds to the earliest job waiting for its
+    time; available jobs do not count, an overdue one is negative, none is None."""
+    d = app.driver
+    assert d.job_next_due() is None
+    d.job_insert_many([row()])  # available: claimable now, nothing to stage
+    assert d.job_next_due() is None
+    d.job_insert_many([row(delay=3600.0), row(delay=60.0)])
+    due = d.job_next_due()
+    assert due is not None and 55.0 < due <= 60.01  # SQLite reads its clock to the ms
+    d.job_insert_many([row(at=d.db_now() + timedelta(seconds=30))])
+    assert 25.0 < (d.job_next_due() or 0.0) <= 30.01
+    (held,) = claim_now(app, "q", 1, "w", 30)
+    d.job_complete_many([done(held, JobState.RETRYABLE, delay=10.0)])
+    assert 5.0 < (d.job_next_due() or 0.0) <= 10.01  # a retry waits for its time too
+    assert d.job_stage_due(100, horizon=7200) == 4
+    assert d.job_next_due() is None
+
+
 def test_idempotency_key_returns_the_existing_job(app: rota.App) -> None:
     d = app.driver
     (first,) = d.job_insert_many([row(key="order-1")])

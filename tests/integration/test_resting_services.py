@@ -1,8 +1,9 @@
 """An idle leader's controllers rest where the worker hears of every commit (SQLite's
 change watcher): the batch, workflow, hold and count passes that found nothing to do
 wait for the next commit instead of looking every interval, and a commit from another
-process wakes them at once. On PostgreSQL, whose notifications tell of new jobs only,
-they keep their interval (#16: an idle worker costs under 1% of a core)."""
+process wakes them at once. The stager rests too, until the next job falls due. On
+PostgreSQL, whose notifications tell of new jobs only, they keep their interval (#16: an
+idle worker costs under 1% of a core)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import asyncio
 import time
 
 import rota
+from rota.drivers.base import JobInsert
 from rota.maintenance.service import PeriodicService
+from rota.maintenance.stager import DUE_SLACK, Stager
 from tests.helpers import fast_settings
 
-RESTING = ("batches", "workflows", "holds", "counts")
+RESTING = ("batches", "workflows", "holds", "counts", "stager")
 
 
 def _service(worker: rota.Worker, name: str) -> PeriodicService:
@@ -29,16 +32,17 @@ async def _lead(worker: rota.Worker, task: asyncio.Task[None]) -> None:
 
 def _idle_passes(app: rota.App, seconds: float) -> tuple[dict[str, int], rota.Worker]:
     """Passes each service ran in `seconds` of an idle leader whose controllers look every
-    0.2 s and its hold service every 0.1 s (resting, every 2 and 1 s), and whose stager,
-    which never rests, every 0.1 s. (The count folder looks every 2 s: its rest shows in
-    its `resting` flag, not in a count over 2 s.) Leadership and the worker's advertised
-    row are renewed at their default pace (every 5 and 10 s), so the worker's own commits
-    seldom wake anything."""
+    0.2 s and its hold service and stager every 0.1 s (resting, every 2 and 1 s), and
+    whose rescuer, which never rests, every 0.1 s. (The count folder looks every 2 s: its
+    rest shows in its `resting` flag, not in a count over 2 s.) Leadership and the
+    worker's advertised row are renewed at their default pace (every 5 and 10 s), so the
+    worker's own commits seldom wake anything."""
     settings = fast_settings(
         batch_interval=0.2,
         workflow_interval=0.2,
         hold_interval=0.1,
         stage_interval=0.1,
+        rescue_interval=0.1,
         leader_ttl=15.0,
         lease=30.0,
         heartbeat=10.0,
@@ -66,21 +70,21 @@ def test_an_idle_sqlite_leader_rests_its_controllers(sqlite_url: str) -> None:
     app = rota.App(sqlite_url)
     app.migrate()
     passes, worker = _idle_passes(app, 2.0)
-    assert passes["stager"] >= 8, passes  # the yardstick: a service that never rests
+    assert passes["rescuer"] >= 8, passes  # the yardstick: a service that never rests
     for name in RESTING:
         assert _service(worker, name).rests
         assert passes[f"{name} resting"], (name, passes)
         if name != "counts":
-            assert passes[name] <= passes["stager"] / 4, (name, passes)
+            assert passes[name] <= passes["rescuer"] / 4, (name, passes)
 
 
 def test_a_postgres_leader_keeps_its_intervals(pg_url: str) -> None:
     app = rota.App(pg_url)
     app.migrate()
     passes, worker = _idle_passes(app, 2.0)
-    for name in ("batches", "workflows", "holds"):
+    for name in ("batches", "workflows", "holds", "stager"):
         assert not _service(worker, name).rests and not passes[f"{name} resting"]
-        assert passes[name] >= passes["stager"] / 4, (name, passes)
+        assert passes[name] >= passes["rescuer"] / 4, (name, passes)
 
 
 def test_a_commit_from_elsewhere_wakes_a_resting_batch_controller(sqlite_url: str) -> None:
@@ -115,6 +119,66 @@ def test_a_commit_from_elsewhere_wakes_a_resting_batch_controller(sqlite_url: st
             await asyncio.wait_for(task, timeout=30)
 
     assert asyncio.run(scenario()) < 2.5
+
+
+def test_a_resting_stager_starts_a_scheduled_job_when_it_falls_due(sqlite_url: str) -> None:
+    """A job scheduled 1.5 s ahead by another connection wakes the resting stager (its
+    rest is 5 s at the default 1 s interval), which then rests until the job falls due
+    and stages it then: the job starts on time, not at the end of a rest."""
+    app = rota.App(sqlite_url)
+    ran: list[float] = []
+    app.task(name="payout.report")(lambda: ran.append(time.time()))
+    app.migrate()
+    worker = rota.Worker(
+        app, fast_settings(stage_interval=1.0, leader_ttl=15.0, lease=30.0, heartbeat=10.0)
+    )
+    stager = _service(worker, "stager")
+
+    async def scenario() -> rota.Job:
+        task = asyncio.create_task(worker.run())
+        try:
+            await _lead(worker, task)
+            await asyncio.sleep(1.2)  # past the first pass: nothing waits, so it rests
+            assert stager.resting and stager.rest == 5.0
+            other = rota.App(sqlite_url)  # another connection, as another process would
+            report = other.task(name="payout.report")(lambda: None)
+            job = await asyncio.to_thread(report.enqueue, delay=1.5)
+            deadline = time.monotonic() + 10
+            while not ran:
+                assert time.monotonic() < deadline, "the scheduled job never ran"
+                await asyncio.sleep(0.02)
+            return job
+        finally:
+            worker.stop()
+            await asyncio.wait_for(task, timeout=30)
+
+    job = asyncio.run(scenario())
+    late = ran[0] - job.run_at.timestamp()
+    assert -0.05 < late < 0.6, late
+
+
+def test_the_stager_rests_until_the_next_job_falls_due(sqlite_url: str) -> None:
+    """Where it may rest, a pass that staged nothing rests until the earliest waiting job
+    falls due (a hair after), the whole rest when none waits, and not at all when it
+    staged something (more may be due at once)."""
+    app = rota.App(sqlite_url)
+    app.migrate()
+    stager = Stager(app.driver, 1.0)
+    stager.rests = True
+    idle = stager.run_once()
+    assert idle.due_in is None and stager.rest_for(idle) == stager.rest == 5.0
+    app.driver.job_insert_many([JobInsert("t", "q", "{}", 0, 3, delay=60.0)])
+    assert stager.rest_for(stager.run_once()) == 5.0  # at most the whole rest
+    app.driver.job_insert_many([JobInsert("t", "q", "{}", 0, 3, delay=3.0)])
+    waiting = stager.run_once()
+    assert waiting.staged == 0 and waiting.due_in is not None
+    assert 2.5 < (stager.rest_for(waiting) or 0.0) <= 3.01 + DUE_SLACK
+    app.driver.job_insert_many([JobInsert("t", "q", "{}", 0, 3, delay=0.01)])
+    time.sleep(0.05)
+    staged = stager.run_once()
+    assert staged.staged == 1 and stager.rest_for(staged) is None
+    stager.rests = False  # PostgreSQL: no rest, so the extra query is not made
+    assert stager.run_once().due_in is None
 
 
 def test_a_hold_service_with_a_breaker_to_watch_does_not_rest(sqlite_url: str) -> None:

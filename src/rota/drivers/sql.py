@@ -420,6 +420,12 @@ class SQLDriver:
         rows = self._database.execute("job_stage_due", {"limit": limit, "horizon": horizon})
         return sum(int(r["n"]) for r in rows)
 
+    def job_next_due(self) -> float | None:
+        """Seconds until the earliest scheduled or retryable job is due (negative when
+        one is overdue), or None when no job waits for its time."""
+        due = self._database.query("job_next_due")[0]["due_in"]
+        return None if due is None else float(due)
+
     # --- jobs -----------------------------------------------------------------------------
 
     def job_get(self, job_id: int) -> Job | None:

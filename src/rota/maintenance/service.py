@@ -26,6 +26,13 @@ REST_FACTOR = 10
 REST_MAX = 5.0
 
 
+def rest_interval(interval: float) -> float:
+    """How long something that normally looks every `interval` seconds may rest where
+    the worker hears of every commit: REST_FACTOR intervals, at most REST_MAX seconds, and
+    never less than the interval itself."""
+    return max(interval, min(REST_MAX, REST_FACTOR * interval))
+
+
 def backoff_delay(failures: int, base: float, cap: float) -> float:
     """Seconds to wait after `failures` failures in a row: doubling from `base` up to
     `cap`, drawn from the upper half of that (jitter, so that workers that failed
@@ -72,8 +79,9 @@ class PeriodicService:
         # instead of a pass every interval. Elsewhere (PostgreSQL tells only of new jobs)
         # the service keeps its interval.
         self.rests = False
-        self.rest = max(interval, min(REST_MAX, REST_FACTOR * interval))
+        self.rest = rest_interval(interval)
         self.resting = False
+        self._rest_for = self.rest  # how long the current rest lasts at most
         self._changed: asyncio.Event | None = None
 
     def run_once(self) -> object:
@@ -88,6 +96,13 @@ class PeriodicService:
         without a commit to the database: then, where the worker hears of every commit, it
         may rest until one. Only a service whose work all comes from commits says so."""
         return False
+
+    def rest_for(self, report: object) -> float | None:
+        """Seconds the service may rest (until a commit) after the pass that returned
+        `report`, or None to keep its interval. By default: the whole rest when the pass
+        was `idle`. A service whose work also comes with time (a scheduled job falling
+        due) may rest until that time, when it knows it."""
+        return self.rest if self.idle(report) else None
 
     def changed(self) -> None:
         """The database changed (a commit by any connection): a resting service looks."""
@@ -125,7 +140,7 @@ class PeriodicService:
         began = loop.time()
         while not stop.is_set():
             if self.resting:
-                await wait_set(changed, self.rest)
+                await wait_set(changed, self._rest_for)
                 # Never more often than the interval, however fast commits come.
                 delay = began + self.interval - loop.time()
             if await wait_set(stop, delay):
@@ -141,7 +156,10 @@ class PeriodicService:
                 self.runs += 1
                 failures = 0
                 delay = self.next_delay(report)
-                self.resting = self.rests and self.idle(report)
+                rest = self.rest_for(report) if self.rests else None
+                # A rest shorter than the interval is no rest: the next pass comes anyway.
+                self.resting = rest is not None and rest > self.interval
+                self._rest_for = rest or 0.0
                 if _nonzero(report):
                     log.info("%s: %s", self.name, report)
             except Exception as exc:

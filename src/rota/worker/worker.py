@@ -26,7 +26,7 @@ from rota.maintenance.horizon import HorizonWatch
 from rota.maintenance.leader import Elector
 from rota.maintenance.pruner import Pruner
 from rota.maintenance.rescuer import PresenceRescuer, Rescuer
-from rota.maintenance.service import PeriodicService, backoff_delay, wait_set
+from rota.maintenance.service import PeriodicService, backoff_delay, rest_interval, wait_set
 from rota.maintenance.stager import Stager
 from rota.settings import WorkerSettings
 from rota.telemetry.attempts import AttemptObserver
@@ -317,6 +317,12 @@ class Worker:
         await self.presence.wait(self._stop)
         fetch_tasks = []
         claims = self.app.claim_queries()
+        # The poll is a safety net for a missed wake-up. Where every commit wakes the
+        # fetchers (SQLite: a job becomes claimable only by a commit, the stager's
+        # included) it may rest as long as a resting service does.
+        poll = self.settings.poll_interval
+        if notifier.sees_every_commit:
+            poll = rest_interval(poll)
         for queue, concurrency in self.settings.queues.items():
             fetcher = Fetcher(
                 self.driver,
@@ -326,7 +332,7 @@ class Worker:
                 batch=self.settings.fetch_batch,
                 worker_id=self.id,
                 lease=self.settings.lease,
-                poll_interval=self.settings.poll_interval,
+                poll_interval=poll,
                 start=self._start_job,
                 completer=self.completer,
                 claims=claims,

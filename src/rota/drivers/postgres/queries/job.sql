@@ -493,6 +493,12 @@ SET state = CASE WHEN j.cancel_requested THEN 'cancelled'
 WHERE j.id = ANY (ARRAY(SELECT id FROM expired))
 RETURNING j.id, j.state, CASE WHEN j.state = 'available' THEN pg_notify('rota_jobs', j.queue) END
 
+-- name: job_next_due
+-- Seconds until the earliest scheduled or retryable job is due (negative: overdue; NULL:
+-- none waits). The stager rests until then where it hears of every commit.
+SELECT EXTRACT(EPOCH FROM min(run_at) - now())::float8 AS due_in
+FROM rota_jobs WHERE state IN ('scheduled', 'retryable')
+
 -- name: job_stage_due
 -- Make scheduled and retryable jobs due within `horizon` seconds (0: now) available; wake workers.
 -- moves: scheduled, retryable -> available

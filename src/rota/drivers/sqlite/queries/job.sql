@@ -322,6 +322,12 @@ WHERE id IN (
 )
 RETURNING queue, 1 AS n
 
+-- name: job_next_due
+-- Seconds until the earliest scheduled or retryable job is due (negative: overdue; NULL:
+-- none waits). The stager rests until then where it hears of every commit.
+SELECT min(run_at) - (julianday('now') - 2440587.5) * 86400.0 AS due_in
+FROM rota_jobs WHERE state IN ('scheduled', 'retryable')
+
 -- name: job_get
 -- One job by id.
 SELECT * FROM rota_jobs WHERE id = :id
