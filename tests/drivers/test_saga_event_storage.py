@@ -116,6 +116,22 @@ def test_stalled_sagas_by_job_state_and_deadline(app: rota.App) -> None:
     assert stalled["overdue"].overdue and not stalled["discarded"].overdue
 
 
+def test_the_next_step_deadline_of_running_sagas(app: rota.App) -> None:
+    """What a resting saga supervisor sleeps until: the earliest step deadline of a
+    running saga; a compensating or finished saga's deadline does not count."""
+    store = SagaStore(app.driver)
+    assert store.next_deadline() is None
+    task = app.task(name="t")(lambda: None)
+    with app.transaction() as conn:
+        for key, deadline in (("soon", 30.0), ("later", 3600.0), ("undoing", 5.0)):
+            saga = new_saga(app, key, conn)
+            job = app.driver.job_insert_many([task.build({})], conn=conn)[0]
+            store.set_job(conn, saga.id, job.id, deadline)
+        store.update(conn, change(saga.id, status=SagaStatus.COMPENSATING))
+    due = store.next_deadline()
+    assert due is not None and 25.0 < due <= 30.01
+
+
 def test_a_locked_saga_makes_a_second_transition_wait(pg_url: str) -> None:
     app = rota.App(pg_url)
     app.migrate()

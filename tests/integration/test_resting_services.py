@@ -12,11 +12,11 @@ import time
 
 import rota
 from rota.drivers.base import JobInsert
-from rota.maintenance.service import PeriodicService
-from rota.maintenance.stager import DUE_SLACK, Stager
+from rota.maintenance.service import DUE_SLACK, PeriodicService
+from rota.maintenance.stager import Stager
 from tests.helpers import fast_settings
 
-RESTING = ("batches", "workflows", "holds", "counts", "stager")
+RESTING = ("batches", "workflows", "holds", "counts", "stager", "expirer", "sagas", "cron")
 
 
 def _service(worker: rota.Worker, name: str) -> PeriodicService:
@@ -32,7 +32,8 @@ async def _lead(worker: rota.Worker, task: asyncio.Task[None]) -> None:
 
 def _idle_passes(app: rota.App, seconds: float) -> tuple[dict[str, int], rota.Worker]:
     """Passes each service ran in `seconds` of an idle leader whose controllers look every
-    0.2 s and its hold service and stager every 0.1 s (resting, every 2 and 1 s), and
+    0.2 s and its hold service, stager, expirer, saga supervisor and cron every 0.1 s
+    (resting, every 2 and 1 s), and
     whose rescuer, which never rests, every 0.1 s. (The count folder looks every 2 s: its
     rest shows in its `resting` flag, not in a count over 2 s.) Leadership and the
     worker's advertised row are renewed at their default pace (every 5 and 10 s), so the
@@ -42,6 +43,7 @@ def _idle_passes(app: rota.App, seconds: float) -> tuple[dict[str, int], rota.Wo
         workflow_interval=0.2,
         hold_interval=0.1,
         stage_interval=0.1,
+        cron_interval=0.1,
         rescue_interval=0.1,
         leader_ttl=15.0,
         lease=30.0,
@@ -82,7 +84,7 @@ def test_a_postgres_leader_keeps_its_intervals(pg_url: str) -> None:
     app = rota.App(pg_url)
     app.migrate()
     passes, worker = _idle_passes(app, 2.0)
-    for name in ("batches", "workflows", "holds", "stager"):
+    for name in ("batches", "workflows", "holds", "stager", "expirer", "sagas", "cron"):
         assert not _service(worker, name).rests and not passes[f"{name} resting"]
         assert passes[name] >= passes["rescuer"] / 4, (name, passes)
 

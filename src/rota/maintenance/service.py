@@ -26,6 +26,11 @@ REST_FACTOR = 10
 REST_MAX = 5.0
 
 
+# A rest until work falls due ends this much after it: a pass a hair early (the loop's
+# clock against the database's) would find nothing and wait a whole interval more.
+DUE_SLACK = 0.005
+
+
 def rest_interval(interval: float) -> float:
     """How long something that normally looks every `interval` seconds may rest where
     the worker hears of every commit: REST_FACTOR intervals, at most REST_MAX seconds, and
@@ -103,6 +108,14 @@ class PeriodicService:
         was `idle`. A service whose work also comes with time (a scheduled job falling
         due) may rest until that time, when it knows it."""
         return self.rest if self.idle(report) else None
+
+    def rest_until(self, due_in: float | None) -> float:
+        """The rest of a pass that found nothing where time alone brings work: until it
+        falls due in `due_in` seconds (a hair after), at most the whole rest; the whole
+        rest when nothing waits for its time (None)."""
+        if due_in is None:
+            return self.rest
+        return min(self.rest, max(due_in, 0.0) + DUE_SLACK)
 
     def changed(self) -> None:
         """The database changed (a commit by any connection): a resting service looks."""

@@ -11,10 +11,6 @@ from typing import ClassVar
 
 from rota.maintenance.service import PeriodicService
 
-# A rest until a job falls due ends this much after it: a pass a hair early (the loop's
-# clock against the database's) would stage nothing and wait a whole interval more.
-DUE_SLACK = 0.005
-
 
 @dataclass(frozen=True)
 class StageReport:
@@ -37,6 +33,4 @@ class Stager(PeriodicService):
     def rest_for(self, report: object) -> float | None:
         if not isinstance(report, StageReport) or report.staged:
             return None
-        if report.due_in is None:
-            return self.rest  # nothing waits for its time: only a commit brings work
-        return min(self.rest, max(report.due_in, 0.0) + DUE_SLACK)
+        return self.rest_until(report.due_in)

@@ -158,6 +158,12 @@ class OpsStore:
         """Dead-letter up to `limit` waiting jobs whose start deadline passed."""
         return len(self._db.execute("job_expire_due", {"limit": limit}))
 
+    def job_next_expiry(self) -> float | None:
+        """Seconds until the earliest waiting job's start deadline passes (negative when
+        one has), or None when no waiting job has one."""
+        due = self._db.query("job_next_expiry")[0]["due_in"]
+        return None if due is None else float(due)
+
 
 def encode_ids(ids: Sequence[int]) -> str:
     """Job ids as the JSON array the replay record keeps."""

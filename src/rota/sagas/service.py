@@ -21,6 +21,10 @@ class SagaReport:
     steps_failed: int = 0
     compensations_failed: int = 0
     overdue: int = 0
+    # Whether any saga was stalled this pass, and (asked only when none was and the
+    # supervisor may rest) seconds until the next step deadline passes.
+    stalled: bool = False
+    due_in: float | None = None
 
 
 def failure_reason(stalled: StalledSaga, job: Job | None) -> str:
@@ -45,8 +49,13 @@ class SagaSupervisor(PeriodicService):
     batch = 100
 
     def run_once(self) -> SagaReport:
+        store = SagaStore(self.driver)
+        found = store.stalled(self.batch)
+        if not found:
+            # Nothing to move on: only a commit (a job ending) or a deadline brings work.
+            return SagaReport(due_in=store.next_deadline() if self.rests else None)
         failed = undone = overdue = 0
-        for stalled in SagaStore(self.driver).stalled(self.batch):
+        for stalled in found:
             job = None if stalled.job_id is None else self.driver.job_get(stalled.job_id)
             reason = failure_reason(stalled, job)
 
@@ -80,4 +89,9 @@ class SagaSupervisor(PeriodicService):
                 # The saga no longer waits for it (its version moved on); stop the work.
                 with contextlib.suppress(RotaError):
                     self.driver.job_cancel(job.id)
-        return SagaReport(failed, undone, overdue)
+        return SagaReport(failed, undone, overdue, stalled=True)
+
+    def rest_for(self, report: object) -> float | None:
+        if not isinstance(report, SagaReport) or report.stalled:
+            return None
+        return self.rest_until(report.due_in)

@@ -181,6 +181,12 @@ class SagaStore:
         """Delete up to `limit` sagas finished (completed, compensated) over `age` s ago."""
         return len(self._db.execute("saga_prune", {"age": age, "limit": limit}))
 
+    def next_deadline(self) -> float | None:
+        """Seconds until the earliest running saga's step deadline passes (negative when
+        one has), or None when no running saga has one."""
+        due = self._db.query("saga_next_deadline")[0]["due_in"]
+        return None if due is None else float(due)
+
     def stalled(self, limit: int) -> list[StalledSaga]:
         """Sagas in flight whose job ended without moving them on, or that are overdue."""
         return [

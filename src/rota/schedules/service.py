@@ -40,6 +40,9 @@ class CronReport:
     replaced: int = 0  # active runs cancelled by concurrency "replace"
     pruned: int = 0  # finished runs deleted by the history limits
     events: int = 0  # new events (warnings and notices) recorded on schedules
+    # Whether any schedule is stored: with none, only a commit (one created or declared)
+    # brings work, so where the worker hears of every commit the service rests.
+    watching: bool = True
 
 
 def run_name(schedule: str, at: datetime) -> str:
@@ -66,10 +69,10 @@ class CronService(PeriodicService):
         self._specs: dict[tuple[str, ...], ScheduleSpec | ScheduleError] = {}
 
     def run_once(self) -> CronReport:
-        now = self.clock() if self.clock is not None else self.driver.db_now()
         records = ScheduleStore(self.driver).all()
         if not records:
-            return CronReport()
+            return CronReport(watching=False)
+        now = self.clock() if self.clock is not None else self.driver.db_now()
         active: dict[int, list[ActiveRun]] = defaultdict(list)
         for run in ScheduleStore(self.driver).run_list(
             ScheduleRunFilter(active_only=True, limit=MAX_ACTIVE_RUNS)
@@ -79,8 +82,18 @@ class CronService(PeriodicService):
         totals: dict[str, int] = defaultdict(int)
         for record in records:
             self._pass(record, tuple(active[record.id]), now, totals)
-        totals["pruned"] = ScheduleStore(self.driver).history_prune(self.prune_batch)
-        return CronReport(**totals)
+        pruned = ScheduleStore(self.driver).history_prune(self.prune_batch)
+        return CronReport(
+            enqueued=totals["enqueued"],
+            refused=totals["refused"],
+            missed=totals["missed"],
+            replaced=totals["replaced"],
+            pruned=pruned,
+            events=totals["events"],
+        )
+
+    def idle(self, report: object) -> bool:
+        return isinstance(report, CronReport) and not report.watching
 
     def _spec(self, record: ScheduleRecord) -> ScheduleSpec | ScheduleError:
         key = (

@@ -579,6 +579,13 @@ SELECT 'queue' AS kind,
        (SELECT id FROM rota_jobs WHERE state = 'available' AND queue = %(queue)s
         ORDER BY priority, run_at, id LIMIT 1) IS NOT NULL AS waiting
 FROM rota_queues WHERE name = %(queue)s
+-- name: job_next_expiry
+-- Seconds until the earliest waiting job's start deadline passes (negative: passed; NULL:
+-- no waiting job has one). The expirer rests until then where it hears of every commit.
+SELECT EXTRACT(EPOCH FROM min(expires_at) - now())::float8 AS due_in
+FROM rota_jobs
+WHERE expires_at IS NOT NULL AND state IN ('scheduled', 'available', 'retryable')
+
 -- name: job_expire_due
 -- Dead-letter waiting jobs whose start deadline passed (reason `expired`).
 -- moves: scheduled, available, retryable -> discarded

@@ -75,6 +75,12 @@ WHERE s.status IN ('running', 'compensating')
 ORDER BY s.id
 LIMIT %(limit)s
 
+-- name: saga_next_deadline
+-- Seconds until the earliest running saga's step deadline passes (negative: passed; NULL:
+-- none has one). The supervisor rests until then where it hears of every commit.
+SELECT EXTRACT(EPOCH FROM min(deadline_at) - now())::float8 AS due_in
+FROM rota_sagas WHERE status = 'running' AND deadline_at IS NOT NULL
+
 -- name: saga_prune
 -- Delete up to `limit` sagas that finished (completed or compensated) longer than `age`
 -- seconds ago; failed sagas wait for a person and are kept.

@@ -378,6 +378,13 @@ DELETE FROM rota_jobs WHERE id IN (
     LIMIT :limit
 )
 
+-- name: job_next_expiry
+-- Seconds until the earliest waiting job's start deadline passes (negative: passed; NULL:
+-- no waiting job has one). The expirer rests until then where it hears of every commit.
+SELECT min(expires_at) - (julianday('now') - 2440587.5) * 86400.0 AS due_in
+FROM rota_jobs
+WHERE expires_at IS NOT NULL AND state IN ('scheduled', 'available', 'retryable')
+
 -- name: job_expire_due
 -- Dead-letter waiting jobs whose start deadline passed (reason `expired`).
 -- moves: scheduled, available, retryable -> discarded

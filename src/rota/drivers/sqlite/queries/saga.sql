@@ -77,6 +77,12 @@ WHERE s.status IN ('running', 'compensating')
 ORDER BY s.id
 LIMIT :limit
 
+-- name: saga_next_deadline
+-- Seconds until the earliest running saga's step deadline passes (negative: passed; NULL:
+-- none has one). The supervisor rests until then where it hears of every commit.
+SELECT min(deadline_at) - (julianday('now') - 2440587.5) * 86400.0 AS due_in
+FROM rota_sagas WHERE status = 'running' AND deadline_at IS NOT NULL
+
 -- name: saga_prune
 -- Delete up to `limit` sagas that finished (completed or compensated) longer than `age`
 -- seconds ago; failed sagas wait for a person and are kept.
