@@ -110,6 +110,10 @@ def test_expired_jobs_are_skipped_then_dead_lettered(app: rota.App, task: rota.T
     assert again.id == expiring.id and again.expires_at is None
 
 
+def _not_asked() -> float | None:
+    raise AssertionError("a service that may not rest asked when its work falls due")
+
+
 def test_a_resting_expirer_waits_for_the_next_start_deadline(
     app: rota.App,
     task: rota.Task,  # type: ignore[type-arg]
@@ -118,18 +122,21 @@ def test_a_resting_expirer_waits_for_the_next_start_deadline(
     (a claimed job's deadline no longer matters), the whole rest when none has one."""
     expirer = Expirer(app.driver, 1.0)
     expirer.rests = True
-    assert expirer.run_once() == ExpireReport(expired=0, due_in=None)
-    assert expirer.rest_for(expirer.run_once()) == expirer.rest == 5.0
+    assert expirer.pass_once() == (ExpireReport(expired=0), expirer.rest)
+    assert OpsStore(app.driver).job_next_expiry() is None and expirer.rest == 5.0
     running = task.enqueue(n=1, expires_at=datetime.now(UTC) + timedelta(seconds=1))
     assert [j.id for j in claim(app)] == [running.id]
     assert OpsStore(app.driver).job_next_expiry() is None
     task.enqueue(n=2, expires_at=datetime.now(UTC) + timedelta(seconds=3))
     task.enqueue(n=3, expires_at=datetime.now(UTC) + timedelta(hours=1), delay=60.0)
-    report = expirer.run_once()
-    assert report.expired == 0 and report.due_in is not None and 2.5 < report.due_in <= 3.01
-    assert 2.5 < (expirer.rest_for(report) or 0.0) <= 3.01 + DUE_SLACK
+    due = OpsStore(app.driver).job_next_expiry()
+    assert due is not None and 2.5 < due <= 3.01
+    report, rest = expirer.pass_once()
+    assert report == ExpireReport(expired=0)
+    assert 2.5 < (rest or 0.0) <= 3.01 + DUE_SLACK
     expirer.rests = False  # PostgreSQL: no rest, so the extra query is not made
-    assert expirer.run_once().due_in is None
+    expirer.due = _not_asked  # type: ignore[method-assign]
+    assert expirer.pass_once() == (ExpireReport(expired=0), None)
 
 
 def test_enqueue_refuses_bad_partition_and_deadline_options(task: rota.Task) -> None:  # type: ignore[type-arg]

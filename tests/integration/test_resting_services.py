@@ -13,7 +13,7 @@ import time
 import rota
 from rota.drivers.base import JobInsert
 from rota.maintenance.service import DUE_SLACK, PeriodicService
-from rota.maintenance.stager import Stager
+from rota.maintenance.stager import Stager, StageReport
 from tests.helpers import fast_settings
 
 RESTING = ("batches", "workflows", "holds", "counts", "stager", "expirer", "sagas", "cron")
@@ -159,6 +159,10 @@ def test_a_resting_stager_starts_a_scheduled_job_when_it_falls_due(sqlite_url: s
     assert -0.05 < late < 0.6, late
 
 
+def _not_asked() -> float | None:
+    raise AssertionError("a service that may not rest asked when its work falls due")
+
+
 def test_the_stager_rests_until_the_next_job_falls_due(sqlite_url: str) -> None:
     """Where it may rest, a pass that staged nothing rests until the earliest waiting job
     falls due (a hair after), the whole rest when none waits, and not at all when it
@@ -167,20 +171,22 @@ def test_the_stager_rests_until_the_next_job_falls_due(sqlite_url: str) -> None:
     app.migrate()
     stager = Stager(app.driver, 1.0)
     stager.rests = True
-    idle = stager.run_once()
-    assert idle.due_in is None and stager.rest_for(idle) == stager.rest == 5.0
+    idle, rest = stager.pass_once()
+    assert idle == StageReport(staged=0) and app.driver.job_next_due() is None
+    assert rest == stager.rest == 5.0
     app.driver.job_insert_many([JobInsert("t", "q", "{}", 0, 3, delay=60.0)])
-    assert stager.rest_for(stager.run_once()) == 5.0  # at most the whole rest
+    assert stager.pass_once()[1] == 5.0  # at most the whole rest
     app.driver.job_insert_many([JobInsert("t", "q", "{}", 0, 3, delay=3.0)])
-    waiting = stager.run_once()
-    assert waiting.staged == 0 and waiting.due_in is not None
-    assert 2.5 < (stager.rest_for(waiting) or 0.0) <= 3.01 + DUE_SLACK
+    waiting, rest = stager.pass_once()
+    assert waiting.staged == 0 and app.driver.job_next_due() is not None
+    assert 2.5 < (rest or 0.0) <= 3.01 + DUE_SLACK
     app.driver.job_insert_many([JobInsert("t", "q", "{}", 0, 3, delay=0.01)])
     time.sleep(0.05)
-    staged = stager.run_once()
-    assert staged.staged == 1 and stager.rest_for(staged) is None
+    staged, rest = stager.pass_once()
+    assert staged == StageReport(staged=1) and rest is None
     stager.rests = False  # PostgreSQL: no rest, so the extra query is not made
-    assert stager.run_once().due_in is None
+    stager.due = _not_asked  # type: ignore[method-assign]
+    assert stager.pass_once() == (StageReport(staged=0), None)
 
 
 def test_a_hold_service_with_a_breaker_to_watch_does_not_rest(sqlite_url: str) -> None:

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from rota.drivers.base import JobInsert
-from rota.drivers.database import Codec, Row
+from rota.drivers.database import Codec, Database, Row
 from rota.errors import RotaError
 from rota.job import Attempt, Job, JobState
 
 # A stored state's text to its JobState, without the enum's call machinery.
 _STATES: dict[str, JobState] = {str(state): state for state in JobState}
+
+
+def due_in(database: Database[Any], name: str) -> float | None:
+    """Named query `name`'s one `due_in` value: seconds until the earliest of something
+    falls due (negative when it has), or None when nothing waits for its time."""
+    due = database.query(name)[0]["due_in"]
+    return None if due is None else float(due)
 
 
 def job_from_row(row: Row, codec: Codec, *, created: bool = True) -> Job:

@@ -28,7 +28,7 @@ from rota.drivers.base import (
 )
 from rota.drivers.catalog import CatalogStore
 from rota.drivers.database import Database, Row, Session
-from rota.drivers.rows import claimed_job, inserted_job, job_from_row, uniform_jobs
+from rota.drivers.rows import claimed_job, due_in, inserted_job, job_from_row, uniform_jobs
 from rota.errors import DatabaseUnavailableError, InvalidTransitionError, JobNotFoundError
 from rota.job import Job
 
@@ -423,8 +423,7 @@ class SQLDriver:
     def job_next_due(self) -> float | None:
         """Seconds until the earliest scheduled or retryable job is due (negative when
         one is overdue), or None when no job waits for its time."""
-        due = self._database.query("job_next_due")[0]["due_in"]
-        return None if due is None else float(due)
+        return due_in(self._database, "job_next_due")
 
     # --- jobs -----------------------------------------------------------------------------
 

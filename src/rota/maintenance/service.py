@@ -85,8 +85,8 @@ class PeriodicService:
         # the service keeps its interval.
         self.rests = False
         self.rest = rest_interval(interval)
-        self.resting = False
-        self._rest_for = self.rest  # how long the current rest lasts at most
+        # How long the current rest lasts at most (until a commit); None: not resting.
+        self._resting_for: float | None = None
         self._changed: asyncio.Event | None = None
 
     def run_once(self) -> object:
@@ -97,25 +97,36 @@ class PeriodicService:
         running worker should hold. Most services hold nothing."""
 
     def idle(self, report: object) -> bool:
-        """True when the pass that returned `report` found nothing that could become work
-        without a commit to the database: then, where the worker hears of every commit, it
-        may rest until one. Only a service whose work all comes from commits says so."""
+        """True when the pass that returned `report` found nothing to do: its next work
+        comes with a commit to the database, or with time at `due()`. Then, where the
+        worker hears of every commit, it may rest until one (or until then)."""
         return False
 
-    def rest_for(self, report: object) -> float | None:
-        """Seconds the service may rest (until a commit) after the pass that returned
-        `report`, or None to keep its interval. By default: the whole rest when the pass
-        was `idle`. A service whose work also comes with time (a scheduled job falling
-        due) may rest until that time, when it knows it."""
-        return self.rest if self.idle(report) else None
+    def due(self) -> float | None:
+        """Seconds until time alone brings this service work (a scheduled job falling
+        due), or None when only a commit will. Asked, off the loop, only after an idle
+        pass where the service may rest; a service whose work comes with time overrides
+        it."""
+        return None
+
+    def pass_once(self) -> tuple[object, float | None]:
+        """One pass (blocking, off the loop): its report, and how long the service may
+        rest after it (None: it keeps its interval)."""
+        report = self.run_once()
+        if not (self.rests and self.idle(report)):
+            return report, None
+        return report, self.rest_until(self.due())
 
     def rest_until(self, due_in: float | None) -> float:
-        """The rest of a pass that found nothing where time alone brings work: until it
-        falls due in `due_in` seconds (a hair after), at most the whole rest; the whole
-        rest when nothing waits for its time (None)."""
+        """The rest after an idle pass: until work falls due in `due_in` seconds (a hair
+        after), at most the whole rest; the whole rest when nothing waits for its time."""
         if due_in is None:
             return self.rest
         return min(self.rest, max(due_in, 0.0) + DUE_SLACK)
+
+    @property
+    def resting(self) -> bool:
+        return self._resting_for is not None
 
     def changed(self) -> None:
         """The database changed (a commit by any connection): a resting service looks."""
@@ -152,27 +163,25 @@ class PeriodicService:
         loop = asyncio.get_running_loop()
         began = loop.time()
         while not stop.is_set():
-            if self.resting:
-                await wait_set(changed, self._rest_for)
+            if self._resting_for is not None:
+                await wait_set(changed, self._resting_for)
                 # Never more often than the interval, however fast commits come.
                 delay = began + self.interval - loop.time()
             if await wait_set(stop, delay):
                 return
             delay = self.interval
-            self.resting = False
+            self._resting_for = None
             if self.leader_only and not is_leader():
                 continue
             changed.clear()  # a commit from here on is looked at by the next pass
             began = loop.time()
             try:
-                report = await db(self.run_once)
+                report, rest = await db(self.pass_once)
                 self.runs += 1
                 failures = 0
                 delay = self.next_delay(report)
-                rest = self.rest_for(report) if self.rests else None
                 # A rest shorter than the interval is no rest: the next pass comes anyway.
-                self.resting = rest is not None and rest > self.interval
-                self._rest_for = rest or 0.0
+                self._resting_for = rest if rest is not None and rest > self.interval else None
                 if _nonzero(report):
                     log.info("%s: %s", self.name, report)
             except Exception as exc:

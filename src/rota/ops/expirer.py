@@ -15,9 +15,6 @@ from rota.ops.store import OpsStore
 @dataclass(frozen=True)
 class ExpireReport:
     expired: int
-    # Seconds until the next start deadline passes, when asked (a resting expirer that
-    # expired nothing); None: not asked, or no waiting job has one.
-    due_in: float | None = None
 
 
 class Expirer(PeriodicService):
@@ -25,13 +22,10 @@ class Expirer(PeriodicService):
     batch = 1000
 
     def run_once(self) -> ExpireReport:
-        store = OpsStore(self.driver)
-        expired = store.job_expire_due(self.batch)
-        if expired or not self.rests:
-            return ExpireReport(expired=expired)
-        return ExpireReport(expired=0, due_in=store.job_next_expiry())
+        return ExpireReport(expired=OpsStore(self.driver).job_expire_due(self.batch))
 
-    def rest_for(self, report: object) -> float | None:
-        if not isinstance(report, ExpireReport) or report.expired:
-            return None
-        return self.rest_until(report.due_in)
+    def idle(self, report: object) -> bool:
+        return isinstance(report, ExpireReport) and not report.expired
+
+    def due(self) -> float | None:
+        return OpsStore(self.driver).job_next_expiry()

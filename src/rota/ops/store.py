@@ -9,7 +9,7 @@ from typing import Any
 
 from rota.drivers.base import Driver
 from rota.drivers.database import Row
-from rota.drivers.rows import job_from_row
+from rota.drivers.rows import due_in, job_from_row
 from rota.job import Job
 from rota.ops.model import (
     PoisonedKey,
@@ -161,8 +161,7 @@ class OpsStore:
     def job_next_expiry(self) -> float | None:
         """Seconds until the earliest waiting job's start deadline passes (negative when
         one has), or None when no waiting job has one."""
-        due = self._db.query("job_next_expiry")[0]["due_in"]
-        return None if due is None else float(due)
+        return due_in(self._db, "job_next_expiry")
 
 
 def encode_ids(ids: Sequence[int]) -> str:

@@ -21,10 +21,9 @@ class SagaReport:
     steps_failed: int = 0
     compensations_failed: int = 0
     overdue: int = 0
-    # Whether any saga was stalled this pass, and (asked only when none was and the
-    # supervisor may rest) seconds until the next step deadline passes.
+    # Whether any saga was stalled this pass (with none, only a commit, a job ending, or
+    # a step deadline brings work).
     stalled: bool = False
-    due_in: float | None = None
 
 
 def failure_reason(stalled: StalledSaga, job: Job | None) -> str:
@@ -49,12 +48,8 @@ class SagaSupervisor(PeriodicService):
     batch = 100
 
     def run_once(self) -> SagaReport:
-        store = SagaStore(self.driver)
-        found = store.stalled(self.batch)
-        if not found:
-            # Nothing to move on: only a commit (a job ending) or a deadline brings work.
-            return SagaReport(due_in=store.next_deadline() if self.rests else None)
         failed = undone = overdue = 0
+        found = SagaStore(self.driver).stalled(self.batch)
         for stalled in found:
             job = None if stalled.job_id is None else self.driver.job_get(stalled.job_id)
             reason = failure_reason(stalled, job)
@@ -89,9 +84,10 @@ class SagaSupervisor(PeriodicService):
                 # The saga no longer waits for it (its version moved on); stop the work.
                 with contextlib.suppress(RotaError):
                     self.driver.job_cancel(job.id)
-        return SagaReport(failed, undone, overdue, stalled=True)
+        return SagaReport(failed, undone, overdue, stalled=bool(found))
 
-    def rest_for(self, report: object) -> float | None:
-        if not isinstance(report, SagaReport) or report.stalled:
-            return None
-        return self.rest_until(report.due_in)
+    def idle(self, report: object) -> bool:
+        return isinstance(report, SagaReport) and not report.stalled
+
+    def due(self) -> float | None:
+        return SagaStore(self.driver).next_deadline()

@@ -11,6 +11,7 @@ from typing import Any
 
 from rota.drivers.base import Driver
 from rota.drivers.database import Row
+from rota.drivers.rows import due_in
 from rota.job import JobState
 
 
@@ -184,8 +185,7 @@ class SagaStore:
     def next_deadline(self) -> float | None:
         """Seconds until the earliest running saga's step deadline passes (negative when
         one has), or None when no running saga has one."""
-        due = self._db.query("saga_next_deadline")[0]["due_in"]
-        return None if due is None else float(due)
+        return due_in(self._db, "saga_next_deadline")
 
     def stalled(self, limit: int) -> list[StalledSaga]:
         """Sagas in flight whose job ended without moving them on, or that are overdue."""

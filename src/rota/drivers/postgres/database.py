@@ -231,10 +231,7 @@ class PostgresDatabase:
         if len(SCRIPTS[name]) > 1:
             with self.write(conn) as session:
                 return session.all(name, params)
-        if conn is None:
-            return self._single(name, params)
-        with self.read(conn) as session:
-            return session.all(name, params)
+        return self.query(name, params, conn)
 
     def _single(self, name: str, params: Params | None) -> list[Row]:
         """One statement on a pooled connection, in autocommit: what read() and a
