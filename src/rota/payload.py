@@ -21,6 +21,51 @@ MAX_DEPTH = 256
 
 _NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _reused_encoder() -> Callable[[Any], str] | None:
+    """_ENCODER's C encoder, built once: `JSONEncoder.encode` builds a new one on every
+    call, most of the time of encoding a small payload (an enqueue's arguments). Built
+    without the markers dict that detects a cycle (a cycle recurses until RecursionError,
+    and `encode` then asks _ENCODER, which names it). None where the C encoder is
+    missing or is built differently."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    try:
+        chunks = make(
+            None,
+            _ENCODER.default,
+            json.encoder.encode_basestring,
+            None,
+            ":",
+            ",",
+            False,
+            False,
+            False,
+        )
+    except TypeError:
+        return None
+
+    def encode(value: Any) -> str:
+        return "".join(chunks(value, 0))
+
+    probe = {"a": [1, 2.5, None, True, "\u00e9\n"], "b": {"c": -1e100}}
+    return encode if encode(probe) == _ENCODER.encode(probe) else None
+
+
+_REUSED = _reused_encoder()
+
+
+def _json_text(value: Any) -> str:
+    if _REUSED is not None:
+        try:
+            return _REUSED(value)
+        except RecursionError:
+            pass  # too deep, or a cycle: _ENCODER tells them apart
+    return _ENCODER.encode(value)
+
+
 # A JSON string literal, or one bracket: what the nesting scan steps over.
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
@@ -29,7 +74,7 @@ def encode(value: Any, *, what: str = "value", limit: int | None = None) -> str:
     """Encode `value` as compact JSON, refusing NaN, non-JSON types, text that cannot be
     stored (NUL, lone surrogates), nesting deeper than MAX_DEPTH and oversize payloads."""
     try:
-        text = _ENCODER.encode(value)
+        text = _json_text(value)
     except (TypeError, ValueError) as exc:
         raise PayloadError(f"{what} is not JSON: {exc}") from None
     except RecursionError:

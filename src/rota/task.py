@@ -254,19 +254,20 @@ class Task(Generic[P, R]):
 
         Arguments and options share one namespace here: `task.options(...).enqueue(...)`
         keeps them apart and is type-checked."""
-        self._check_shadowed(
-            key=key,
-            at=at,
-            delay=delay,
-            priority=priority,
-            queue=queue,
-            max_attempts=max_attempts,
-            partition_key=partition_key,
-            expires_at=expires_at,
-            requires=requires,
-            tenant=tenant,
-            conn=conn,
-        )
+        if self.shadowed:  # most tasks have no parameter named like an option
+            self._check_shadowed(
+                key=key,
+                at=at,
+                delay=delay,
+                priority=priority,
+                queue=queue,
+                max_attempts=max_attempts,
+                partition_key=partition_key,
+                expires_at=expires_at,
+                requires=requires,
+                tenant=tenant,
+                conn=conn,
+            )
         row = self.build(
             args,
             key=key,
@@ -301,19 +302,20 @@ class Task(Generic[P, R]):
         """`enqueue` without blocking the event loop: on PostgreSQL through psycopg's
         AsyncConnection (`conn=` takes the caller's async connection, or an SQLAlchemy
         AsyncSession), on SQLite in a worker thread."""
-        self._check_shadowed(
-            key=key,
-            at=at,
-            delay=delay,
-            priority=priority,
-            queue=queue,
-            max_attempts=max_attempts,
-            partition_key=partition_key,
-            expires_at=expires_at,
-            requires=requires,
-            tenant=tenant,
-            conn=conn,
-        )
+        if self.shadowed:  # most tasks have no parameter named like an option
+            self._check_shadowed(
+                key=key,
+                at=at,
+                delay=delay,
+                priority=priority,
+                queue=queue,
+                max_attempts=max_attempts,
+                partition_key=partition_key,
+                expires_at=expires_at,
+                requires=requires,
+                tenant=tenant,
+                conn=conn,
+            )
         row = self.build(
             args,
             key=key,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import datetime
 from typing import Any
@@ -26,6 +27,27 @@ def test_encode_refuses_non_json_values() -> None:
         encode({"x": math.nan})
     with pytest.raises(PayloadError, match="not JSON"):
         encode({"x": object()})
+
+
+def test_encode_names_a_cycle_and_writes_what_the_standard_encoder_writes() -> None:
+    # encode reuses one C encoder without cycle markers: a cycle must still be named as
+    # one (not as deep nesting), and the text must be the standard compact encoding.
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    with pytest.raises(PayloadError, match="not JSON: Circular reference"):
+        encode({"x": cycle})
+    looped: dict[str, Any] = {}
+    looped["self"] = looped
+    with pytest.raises(PayloadError, match="Circular reference"):
+        encode(looped)
+    standard = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    for value in (
+        {"n": 1, "f": 0.1, "big": 1e300, "neg": -0.0, "t": True, "none": None},
+        ["é", '\n\t"\\', "😀", {"nested": [[], {}]}],
+        "plain text",
+        12345678901234567890,
+    ):
+        assert encode(value) == standard.encode(value)
 
 
 def test_encode_enforces_the_size_limit_in_bytes() -> None:

@@ -189,6 +189,19 @@ class SQLDriver:
     def _insert(self, rows: Sequence[JobInsert]) -> tuple[str, dict[str, Any]]:
         """The statement inserting `rows` and its parameters (one job: scalars)."""
         c = self._database.codec
+        if len(rows) == 1 and _plain(rows[0]):
+            # A single enqueue: one parameter per column in both dialects.
+            r = rows[0]
+            return "job_insert_plain", {
+                "j_task": r.task,
+                "j_queue": r.queue,
+                "j_args": r.args_json,
+                "j_priority": r.priority,
+                "j_max_attempts": r.max_attempts,
+                "j_at": c.time_param(r.at),
+                "j_delay": r.delay,
+                "j_meta": r.meta_json,
+            }
         if all(_plain(r) for r in rows):
             first = rows[0]
             shared = _shared(first)
@@ -216,11 +229,6 @@ class SQLDriver:
                 )
                 for r in rows
             ]
-            if len(plain) == 1:
-                # One parameter per column in both dialects (codec.row is SQLite's JSON).
-                return "job_insert_plain", {
-                    f"j_{col}": value for col, value in zip(_INSERT_PLAIN, plain[0], strict=True)
-                }
             return "job_insert_many_plain", c.columns("j", _INSERT_PLAIN, plain)
         values = [
             (

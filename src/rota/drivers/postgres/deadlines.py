@@ -12,6 +12,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,8 @@ log = logging.getLogger("rota.postgres")
 
 # How often the watch looks at the calls in flight.
 WATCH_TICK = 0.1
+# What a call without a deadline is watched by: nothing (reentrant, shared by all).
+_UNWATCHED = contextlib.nullcontext()
 
 
 def conninfo_with(conninfo: str, deadlines: Deadlines) -> str:
@@ -70,12 +73,16 @@ class CallWatch:
         self._closed = threading.Event()
         self.cut_total = 0  # calls whose connection was cut at their deadline
 
-    @contextlib.contextmanager
-    def watching(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
+    def watching(self, conn: psycopg.Connection[Any]) -> AbstractContextManager[None]:
         deadline = current_deadline()
         if deadline is None:
-            yield
-            return
+            return _UNWATCHED  # most calls: no generator to build and run
+        return self._watched(conn, deadline)
+
+    @contextlib.contextmanager
+    def _watched(
+        self, conn: psycopg.Connection[Any], deadline: Callable[[], float | None]
+    ) -> Iterator[None]:
         started = time.monotonic()
         key = id(conn)
         with self._lock:
