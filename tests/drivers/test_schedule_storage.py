@@ -253,8 +253,29 @@ def test_history_prune_keeps_the_newest_and_never_touches_unfinished_runs(app: r
     finish(app, jobs[1], JobState.DISCARDED)
     finish(app, jobs[2])
     # jobs[3] is still waiting: not part of the history.
+    assert history_due(app)
     assert ScheduleStore(app.driver).history_prune(100) == 2
     assert [app.get_job(j) is None for j in jobs] == [True, True, False, False]
     assert app.get_schedule("s").last_successful_time is not None
+    # Nothing left to prune or refresh: the next pass only reads (no write transaction).
+    assert not history_due(app)
     app.retry_job(jobs[2])  # finished, then retried: unfinished again
     assert ScheduleStore(app.driver).history_prune(100) == 0
+
+
+def test_history_due_sees_a_success_to_record_within_the_limits(app: rota.App) -> None:
+    # One completed run, within its limit: nothing to delete, but lastSuccessfulTime to set.
+    record = stored(app, "* * * * *", successful_history_limit=3, failed_history_limit=1)
+    result = claim(app, record, T0)
+    assert result.job is not None
+    assert not history_due(app)  # waiting: not history yet
+    finish(app, result.job.id)
+    assert history_due(app)
+    assert ScheduleStore(app.driver).history_prune(100) == 0
+    assert app.get_schedule("s").last_successful_time is not None
+    assert not history_due(app)
+
+
+def history_due(app: rota.App) -> bool:
+    database = app.driver.database
+    return database.codec.flag(database.query("schedule_history_due")[0]["due"])

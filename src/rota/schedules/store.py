@@ -347,7 +347,11 @@ class ScheduleStore:
         return [self._run(r) for r in self._db.query("schedule_run_list", params)]
 
     def history_prune(self, limit: int) -> int:
-        """Delete finished runs beyond each schedule's history limits."""
+        """Delete finished runs beyond each schedule's history limits. A read looks first:
+        most passes find nothing to do, and on SQLite a write transaction would hold up
+        every other writer (a busy drain's claims) even when it changes nothing."""
+        if not self._db.codec.flag(self._db.query("schedule_history_due")[0]["due"]):
+            return 0
         with self._db.write() as session:
             # lastSuccessfulTime first: the prune may delete the run it comes from.
             session.count("schedule_success_refresh")

@@ -124,6 +124,28 @@ WHERE (%(schedule_id)s::bigint IS NULL OR r.schedule_id = %(schedule_id)s::bigin
 ORDER BY r.id DESC
 LIMIT %(limit)s
 
+-- name: schedule_history_due
+-- Whether schedule_success_refresh or schedule_history_prune has anything to change: one
+-- read instead of a write transaction of two statements on every cron pass.
+SELECT EXISTS (
+           SELECT 1
+           FROM (SELECT r.schedule_id, max(j.finished_at) AS finished
+                 FROM rota_schedule_runs r JOIN rota_jobs j ON j.id = r.job_id
+                 WHERE j.state = 'completed'
+                 GROUP BY r.schedule_id) AS x
+           JOIN rota_schedules s ON s.id = x.schedule_id
+           WHERE s.last_successful_time IS NULL OR s.last_successful_time < x.finished)
+       OR EXISTS (
+           SELECT 1
+           FROM (SELECT r.schedule_id, j.state = 'completed' AS ok,
+                        row_number() OVER (PARTITION BY r.schedule_id, j.state = 'completed'
+                                           ORDER BY r.created_at DESC, r.id DESC) AS n
+                 FROM rota_schedule_runs r JOIN rota_jobs j ON j.id = r.job_id
+                 WHERE j.state IN ('completed', 'discarded', 'cancelled')) AS f
+           JOIN rota_schedules s ON s.id = f.schedule_id
+           WHERE f.n > CASE WHEN f.ok THEN s.successful_history_limit
+                            ELSE s.failed_history_limit END) AS due
+
 -- name: schedule_success_refresh
 -- lastSuccessfulTime: when the newest completed run of each schedule finished.
 UPDATE rota_schedules AS s
