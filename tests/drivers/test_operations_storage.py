@@ -122,7 +122,8 @@ def test_a_resting_expirer_waits_for_the_next_start_deadline(
     (a claimed job's deadline no longer matters), the whole rest when none has one."""
     expirer = Expirer(app.driver, 1.0)
     expirer.rests = True
-    assert expirer.pass_once() == (ExpireReport(expired=0), expirer.rest)
+    # Where it rests it looks first: nothing due, so no pass (no report) and no write.
+    assert expirer.pass_once() == (None, expirer.rest)
     assert OpsStore(app.driver).job_next_expiry() is None and expirer.rest == 5.0
     running = task.enqueue(n=1, expires_at=datetime.now(UTC) + timedelta(seconds=1))
     assert [j.id for j in claim(app)] == [running.id]
@@ -132,8 +133,14 @@ def test_a_resting_expirer_waits_for_the_next_start_deadline(
     due = OpsStore(app.driver).job_next_expiry()
     assert due is not None and 2.5 < due <= 3.01
     report, rest = expirer.pass_once()
-    assert report == ExpireReport(expired=0)
+    assert report is None
     assert 2.5 < (rest or 0.0) <= 3.01 + DUE_SLACK
+    # A deadline that has passed is due: the resting expirer's pass runs and expires it.
+    gone = task.enqueue(n=4, expires_at=datetime.now(UTC) + timedelta(milliseconds=50))
+    time.sleep(0.1)
+    report, rest = expirer.pass_once()
+    assert report == ExpireReport(expired=1) and rest is None
+    assert app.get_job(gone.id).state is rota.JobState.DISCARDED  # type: ignore[union-attr]
     expirer.rests = False  # PostgreSQL: no rest, so the extra query is not made
     expirer.due = _not_asked  # type: ignore[method-assign]
     assert expirer.pass_once() == (ExpireReport(expired=0), None)

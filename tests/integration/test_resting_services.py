@@ -164,21 +164,22 @@ def _not_asked() -> float | None:
 
 
 def test_the_stager_rests_until_the_next_job_falls_due(sqlite_url: str) -> None:
-    """Where it may rest, a pass that staged nothing rests until the earliest waiting job
-    falls due (a hair after), the whole rest when none waits, and not at all when it
-    staged something (more may be due at once)."""
+    """Where it may rest, the stager looks first (a read): with nothing due it writes
+    nothing and rests until the earliest waiting job falls due (a hair after), the whole
+    rest when none waits; it stages what is due, and then does not rest (more may be due
+    at once)."""
     app = rota.App(sqlite_url)
     app.migrate()
     stager = Stager(app.driver, 1.0)
     stager.rests = True
     idle, rest = stager.pass_once()
-    assert idle == StageReport(staged=0) and app.driver.job_next_due() is None
+    assert idle is None and app.driver.job_next_due() is None  # looked, did not write
     assert rest == stager.rest == 5.0
     app.driver.job_insert_many([JobInsert("t", "q", "{}", 0, 3, delay=60.0)])
     assert stager.pass_once()[1] == 5.0  # at most the whole rest
     app.driver.job_insert_many([JobInsert("t", "q", "{}", 0, 3, delay=3.0)])
     waiting, rest = stager.pass_once()
-    assert waiting.staged == 0 and app.driver.job_next_due() is not None
+    assert waiting is None and app.driver.job_next_due() is not None
     assert 2.5 < (rest or 0.0) <= 3.01 + DUE_SLACK
     app.driver.job_insert_many([JobInsert("t", "q", "{}", 0, 3, delay=0.01)])
     time.sleep(0.05)

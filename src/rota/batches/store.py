@@ -303,7 +303,11 @@ class BatchStore:
         return bool(self._db.execute("batch_request_cancel", params))
 
     def prune_expired(self, limit: int) -> int:
-        """Delete up to `limit` finished batches past their TTL, with their jobs."""
+        """Delete up to `limit` finished batches past their TTL, with their jobs. A read
+        looks first: most passes find none, and a write transaction (on SQLite, the write
+        lock) for nothing would hold up every other writer."""
+        if not self._db.query("batch_expired", {"limit": 1}):
+            return 0
         with self._db.write() as session:
             ids = [r["id"] for r in session.all("batch_expired", {"limit": limit})]
             if not ids:

@@ -72,6 +72,11 @@ class PeriodicService:
     name: ClassVar[str] = "service"
     leader_only: ClassVar[bool] = True  # False: every worker runs it, leader or not
     immediate: ClassVar[bool] = False  # run at once on start instead of after a random delay
+    # True for a service whose only work is work falling due (`due()`): where it may rest
+    # (SQLite), each pass asks due() first and writes only when something is due. There a
+    # write transaction holds up every other writer even when it changes nothing, and
+    # during a drain the commits end every rest, so the pass would come every interval.
+    looks_first: ClassVar[bool] = False
 
     def __init__(self, driver: Driver, interval: float) -> None:
         if interval <= 0:
@@ -111,7 +116,12 @@ class PeriodicService:
 
     def pass_once(self) -> tuple[object, float | None]:
         """One pass (blocking, off the loop): its report, and how long the service may
-        rest after it (None: it keeps its interval)."""
+        rest after it (None: it keeps its interval; the report is None for a pass that
+        looked first and found nothing due)."""
+        if self.rests and self.looks_first:
+            due_in = self.due()
+            if due_in is None or due_in > 0:
+                return None, self.rest_until(due_in)
         report = self.run_once()
         if not (self.rests and self.idle(report)):
             return report, None

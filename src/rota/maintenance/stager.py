@@ -19,6 +19,7 @@ class StageReport:
 
 class Stager(PeriodicService):
     name: ClassVar[str] = "stager"
+    looks_first = True  # its only writes are jobs falling due
     batch = 5000
 
     def run_once(self) -> StageReport:

@@ -19,6 +19,7 @@ class ExpireReport:
 
 class Expirer(PeriodicService):
     name: ClassVar[str] = "expirer"
+    looks_first = True  # its only writes are jobs falling due
     batch = 1000
 
     def run_once(self) -> ExpireReport:
