@@ -162,6 +162,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="drains beside each size, each paired with one on an empty table (3; --quick 1)",
     )
     parser.add_argument(
+        "--feature-drains",
+        type=int,
+        default=None,
+        help="drains with every feature in use, each between two plain drains (2; --quick 1)",
+    )
+    parser.add_argument(
         "--steady-seconds",
         type=float,
         default=None,
@@ -220,6 +226,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.samples = _given(args.samples, 50 if quick else 300)
     args.idle_seconds = _given(args.idle_seconds, 3.0 if quick else 10.0)
     args.size_rounds = _given(args.size_rounds, 1 if quick else 3)
+    args.feature_drains = _given(args.feature_drains, 1 if quick else 2)
     args.steady_seconds = _given(args.steady_seconds, 5.0 if quick else 20.0)
     args.quiet_wait = _given(args.quiet_wait, 0.0 if quick else 20.0)
     args.measure_wait = _given(args.measure_wait, 0.0 if quick else 5.0)
@@ -237,6 +244,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "single",
         "samples",
         "size_rounds",
+        "feature_drains",
         "lived_processes",
         "concurrency",
         "processes",
@@ -587,30 +595,42 @@ class Bench:
 
     def features(self, dialect: str, values: dict[str, float]) -> None:
         """The plain `bench` queue drained beside every feature in use on other queues,
-        between two drains of the same queue on a plain installation: the ratio is taken
-        against those (their mean rate), not against the drain scenario's figure, because
-        the machine's pace drifts over the minutes between (that ratio swung 0.64-1.33)."""
+        `--feature-drains` times, each between two drains of the same queue on a plain
+        installation (plain, features, plain, features, plain): the ratio is taken against
+        those (the mean rates), not against the drain scenario's figure, because the
+        machine's pace drifts over the minutes between (that ratio swung 0.64-1.33), and
+        one 2-second drain on each side spread by 10% on this machine."""
 
-        def plain(when: str) -> float:
-            name = f"features_plain_{when}"
-            self.drain(dialect, values, name, f"drain, plain, {when}", tasks.NOOP_ASYNC, self._cli)
+        def plain(n: int) -> float:
+            name = f"features_plain_{n}"  # busy_features_plain_N stays in the JSON
+            label = "drain, plain, " + (f"after {n}" if n else "first")
+            self.drain(dialect, values, name, label, tasks.NOOP_ASYNC, self._cli)
             values.pop(f"cpu_us_{name}", None)
             return values.pop(f"drain_{name}")
 
-        before = plain("before")
-        with self.database(dialect) as db:
-            prefill(db, tasks.NOOP_ASYNC, self.args.jobs)
-            features.put_in_use(db.url)
-            self.quiet(values, "features")
-            result = self._cli(db, cli.FEATURES_APP)
-        self.record_drain(dialect, values, "features", "drain, features in use", result)
-        after = plain("after")
-        values["drain_features_plain"] = statistics.fmean((before, after))
+        def busy() -> tuple[float, float]:
+            with self.database(dialect) as db:
+                prefill(db, tasks.NOOP_ASYNC, self.args.jobs)
+                features.put_in_use(db.url)
+                self.quiet(values, "features")
+                result = self._cli(db, cli.FEATURES_APP)
+            self.record_drain(dialect, values, "features", "drain, features in use", result)
+            return values["drain_features"], values["cpu_us_features"]
+
+        plains = [plain(0)]
+        busies: list[tuple[float, float]] = []
+        for n in range(1, self.args.feature_drains + 1):
+            busies.append(busy())
+            plains.append(plain(n))
+        values["drain_features"] = statistics.fmean(rate for rate, _ in busies)
+        values["cpu_us_features"] = statistics.fmean(cpu for _, cpu in busies)
+        values["drain_features_plain"] = statistics.fmean(plains)
         self.note(
             dialect,
             "features in use / plain",
-            f"{values['drain_features'] / values['drain_features_plain']:.0%} (plain drains "
-            f"{before:,.0f} and {after:,.0f} jobs/s around it)",
+            f"{values['drain_features'] / values['drain_features_plain']:.0%} (features "
+            f"{', '.join(f'{rate:,.0f}' for rate, _ in busies)}; plain "
+            f"{', '.join(f'{rate:,.0f}' for rate in plains)} jobs/s, in turn)",
         )
 
     def sizes(self, dialect: str, values: dict[str, float]) -> None:
