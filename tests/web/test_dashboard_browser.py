@@ -262,7 +262,8 @@ def test_purge_a_queue_after_a_dry_run_and_see_the_audit_row(dash: Dash) -> None
     d = dash.driver
     sign_in(dash, "browser")
     wait(d, lambda d: depth(d, "payments") == 4)
-    d.find_element(By.CSS_SELECTOR, 'button[data-purge="payments"]').click()
+    # The overview redraws its queue rows: find and click in one look (a stale button).
+    click(d, 'button[data-purge="payments"]')
     result = d.find_element(By.ID, "bulk-result")
     wait(d, lambda d: "Dry run: would cancel 4 waiting jobs of queue payments" in result.text)
     assert "shop.charge \u00d7 4" in result.text
