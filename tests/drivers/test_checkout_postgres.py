@@ -10,6 +10,8 @@ import psycopg
 import pytest
 
 import rota
+from rota.drivers.postgres.database import QUERIES, SCRIPTS, TUPLE_FETCHED
+from rota.worker.fetcher import claim_now
 from tests.conftest import PG_URL
 
 
@@ -65,3 +67,39 @@ def test_a_failed_transaction_is_rolled_back_and_the_connection_serves_again(
     assert [j.id for j in app.list_jobs()] == [job.id]
     assert pooled_pid(app) == pid
     assert state_of(pid) == "idle"
+
+
+def test_the_hot_path_names_its_tuple_rows_as_the_database_does(app: rota.App) -> None:
+    # Enqueue and claim fetch tuples and name them (TUPLE_FETCHED); app.get_job reads
+    # the same rows through psycopg's dict_row. Every field must agree.
+    task = app.get_task("tickets.issue")
+    single = task.enqueue(order=1)
+    many = task.enqueue_many([{"order": 2}, {"order": 3}])
+    for job in (single, *many):
+        stored = app.get_job(job.id)
+        assert stored is not None
+        assert (job.id, job.state, job.args, job.run_at, job.created_at) == (
+            stored.id,
+            stored.state,
+            stored.args,
+            stored.run_at,
+            stored.created_at,
+        )
+    claimed = {job.id: job for job in claim_now(app, "default", 10, "w1", 30)}
+    assert set(claimed) == {single.id, *(job.id for job in many)}
+    for job_id, job in claimed.items():
+        stored = app.get_job(job_id)
+        assert stored is not None
+        for field in ("task", "queue", "args", "attempt", "lease_token", "worker", "run_at"):
+            assert getattr(job, field) == getattr(stored, field), field
+        assert job.lease_expires_at == stored.lease_expires_at
+        assert job.attempted_at == stored.attempted_at
+
+
+def test_tuple_fetched_statements_are_single_and_spell_out_their_columns() -> None:
+    # Named from the first result and kept: only a statement whose text fixes its
+    # columns may be read that way, and only single statements take that path.
+    for name in TUPLE_FETCHED:
+        assert len(SCRIPTS[name]) == 1, name
+        text = " ".join(QUERIES[name].split()).upper()
+        assert "RETURNING *" not in text and "SELECT * FROM ROTA_" not in text, name
