@@ -527,6 +527,46 @@ class Task(Generic[P, R]):
     ) -> dict[str, Any]:
         """The options of a job, validated, as JobInsert fields (all but the arguments):
         checked once for a whole enqueue_many."""
+        if (
+            key is None
+            and at is None
+            and delay is None
+            and priority is None
+            and queue is None
+            and max_attempts is None
+            and partition_key is None
+            and expires_at is None
+            and requires is None
+            and tenant is None
+        ):
+            return dict(self._default_fields)  # most enqueues: the task's own options
+        return self._checked_fields(
+            key=key,
+            at=at,
+            delay=delay,
+            priority=priority,
+            queue=queue,
+            max_attempts=max_attempts,
+            partition_key=partition_key,
+            expires_at=expires_at,
+            requires=requires,
+            tenant=tenant,
+        )
+
+    def _checked_fields(
+        self,
+        *,
+        key: str | None,
+        at: datetime | None,
+        delay: float | None,
+        priority: int | None,
+        queue: str | None,
+        max_attempts: int | None,
+        partition_key: str | None,
+        expires_at: datetime | None,
+        requires: Iterable[str] | None,
+        tenant: str | None,
+    ) -> dict[str, Any]:
         if queue is not None:
             check_queue_name(queue, ArgumentsError)
         if priority is not None:
@@ -576,6 +616,22 @@ class Task(Generic[P, R]):
             "requires": needs or None,
             "tenant": tenant,
         }
+
+    @functools.cached_property
+    def _default_fields(self) -> dict[str, Any]:
+        """`_fields` of a job that sets no option (the policy is frozen: made once)."""
+        return self._checked_fields(
+            key=None,
+            at=None,
+            delay=None,
+            priority=None,
+            queue=None,
+            max_attempts=None,
+            partition_key=None,
+            expires_at=None,
+            requires=None,
+            tenant=None,
+        )
 
     @functools.cached_property
     def _key_states(self) -> tuple[str, ...] | None:
