@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import re
@@ -183,12 +184,17 @@ class ArgsModel:
                 f"task {getattr(func, '__qualname__', func)!r} has a parameter type that is "
                 f"not JSON-serialisable: {exc}"
             ) from exc
+        # pydantic-core's validator and serializer, called directly: model_validate and
+        # model_dump add half again to every call for options rota never passes.
+        self._validate = self._model.__pydantic_validator__.validate_python
+        self._to_json_values = functools.partial(
+            self._model.__pydantic_serializer__.to_python, mode="json"
+        )
 
     def dump(self, task_name: str, args: dict[str, Any]) -> dict[str, Any]:
         """Validate `args` and return their JSON form (what is stored)."""
         try:
-            model = self._model.model_validate(args)
-            return model.model_dump(mode="json")
+            return self._to_json_values(self._validate(args))  # type: ignore[no-any-return]
         except pydantic.ValidationError as exc:
             if any(
                 err["type"] == "recursion_depth_exceeded" for err in exc.errors(include_url=False)
@@ -202,7 +208,7 @@ class ArgsModel:
     def load(self, task_name: str, stored: dict[str, Any]) -> dict[str, Any]:
         """Turn stored JSON arguments back into the values the function expects."""
         try:
-            model = self._model.model_validate(stored)
+            model = self._validate(stored)
         except pydantic.ValidationError as exc:
             raise ArgumentsError(_explain(task_name, exc, self.names)) from None
         return {name: getattr(model, name) for name in self.names}
