@@ -174,6 +174,8 @@ class Task(Generic[P, R]):
         self.func = func
         self.name = name
         self.policy = policy
+        # The option fields of a job that sets no option: made by the first such enqueue.
+        self._default_fields: dict[str, Any] | None = None
         self.is_async = inspect.iscoroutinefunction(func)
         self.takes_context = takes_context(func)
         self.args_model = ArgsModel(func, skip_first=self.takes_context, reserved=frozenset())
@@ -527,7 +529,7 @@ class Task(Generic[P, R]):
     ) -> dict[str, Any]:
         """The options of a job, validated, as JobInsert fields (all but the arguments):
         checked once for a whole enqueue_many."""
-        if (
+        defaults = (
             key is None
             and at is None
             and delay is None
@@ -538,35 +540,9 @@ class Task(Generic[P, R]):
             and expires_at is None
             and requires is None
             and tenant is None
-        ):
-            return dict(self._default_fields)  # most enqueues: the task's own options
-        return self._checked_fields(
-            key=key,
-            at=at,
-            delay=delay,
-            priority=priority,
-            queue=queue,
-            max_attempts=max_attempts,
-            partition_key=partition_key,
-            expires_at=expires_at,
-            requires=requires,
-            tenant=tenant,
         )
-
-    def _checked_fields(
-        self,
-        *,
-        key: str | None,
-        at: datetime | None,
-        delay: float | None,
-        priority: int | None,
-        queue: str | None,
-        max_attempts: int | None,
-        partition_key: str | None,
-        expires_at: datetime | None,
-        requires: Iterable[str] | None,
-        tenant: str | None,
-    ) -> dict[str, Any]:
+        if defaults and self._default_fields is not None:
+            return dict(self._default_fields)  # most enqueues: the task's own options
         if queue is not None:
             check_queue_name(queue, ArgumentsError)
         if priority is not None:
@@ -601,7 +577,7 @@ class Task(Generic[P, R]):
             else check_labels(requires, "requires", ArgumentsError)
         )
         check_tenant(tenant)
-        return {
+        fields = {
             "task": self.name,
             "queue": queue or self.policy.queue,
             "priority": self.policy.priority if priority is None else priority,
@@ -616,22 +592,9 @@ class Task(Generic[P, R]):
             "requires": needs or None,
             "tenant": tenant,
         }
-
-    @functools.cached_property
-    def _default_fields(self) -> dict[str, Any]:
-        """`_fields` of a job that sets no option (the policy is frozen: made once)."""
-        return self._checked_fields(
-            key=None,
-            at=None,
-            delay=None,
-            priority=None,
-            queue=None,
-            max_attempts=None,
-            partition_key=None,
-            expires_at=None,
-            requires=None,
-            tenant=None,
-        )
+        if defaults:
+            self._default_fields = dict(fields)  # the policy is frozen: made once
+        return fields
 
     @functools.cached_property
     def _key_states(self) -> tuple[str, ...] | None:
