@@ -28,6 +28,9 @@ from bench.db import BenchError, Database, pg_connect, sqlite_connect, vacuum_st
 from bench.tasks import QUEUE
 
 ROOT = Path(__file__).resolve().parent.parent
+# PYTHONPATH of a child process: this checkout's rota and bench, whatever the virtualenv
+# has installed.
+CHECKOUT_PATH = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
 PLAIN_APP = "bench.cli_app:app"
 FEATURES_APP = "bench.cli_features:app"
 # How often the end of a drain is looked for. Each look is one indexed EXISTS query on its
@@ -180,9 +183,7 @@ class Running:
     def __init__(
         self, command: WorkerCommand, db: Database, env: dict[str, str] | None = None
     ) -> None:
-        # This checkout's rota and bench, whatever the virtualenv has installed.
-        path = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
-        env = dict(os.environ, ROTA_DATABASE_URL=db.url, PYTHONPATH=path, **(env or {}))
+        env = dict(os.environ, ROTA_DATABASE_URL=db.url, PYTHONPATH=CHECKOUT_PATH, **(env or {}))
         env.pop("ROTA_DATABASE_URL_FILE", None)
         self.command = command
         self.proc = subprocess.Popen(

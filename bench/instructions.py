@@ -26,12 +26,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.cli import CHECKOUT_PATH
 from bench.db import Database, fresh_database, pg_connect, sqlite_connect
 from bench.raw import PG_INSERT, SQLITE_INSERT
 from bench.runner import DEFAULT_PG_URL
 from bench.tasks import NOOP_ASYNC, QUEUE, make_app
 
-ROOT = Path(__file__).resolve().parent.parent
 SUBJECTS = ("raw", "rota")
 WARMUP = 50
 
@@ -78,8 +78,7 @@ def counted(subject: str, calls: int, db: Database) -> int:
             db.url,
             db.sqlite_path,
         ]
-        path = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
-        env = dict(os.environ, PYTHONPATH=path)
+        env = dict(os.environ, PYTHONPATH=CHECKOUT_PATH)
         done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
         if done.returncode != 0:
             raise SystemExit(f"{subject} under callgrind failed:\n{done.stderr[-2000:]}")
