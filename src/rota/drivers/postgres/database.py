@@ -104,13 +104,13 @@ _COLUMNS: dict[str, list[str]] = {}
 
 def _named_rows(cur: psycopg.Cursor[Any], name: str) -> list[Row]:
     """The rows of `cur` (a tuple-row cursor that ran statement `name`) as dicts."""
-    result = cur.pgresult
-    if result is None or not result.nfields:
+    if not has_rows(cur):
         return []
+    rows = cur.fetchall()
     names = _COLUMNS.get(name)
-    if names is None or len(names) != result.nfields:
+    if names is None or (rows and len(names) != len(rows[0])):
         names = _COLUMNS[name] = [column.name for column in cur.description or ()]
-    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    return [dict(zip(names, row, strict=True)) for row in rows]
 
 
 class PostgresSession:
