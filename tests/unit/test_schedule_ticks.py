@@ -267,6 +267,24 @@ def test_once_never_goes_back_in_time_where_cronsim_cycles() -> None:
     assert day[79].astimezone(chatham).strftime("%d %H:%M") == "07 03:00"
 
 
+def test_once_does_not_run_a_finer_schedule_at_a_skipped_midnight() -> None:
+    # Sao Paulo's clocks jumped from 00:00 (-03) to 01:00 (-02) on Sunday 2018-11-04: hour 0
+    # never showed that day. Entering the day, cronsim offers the skipped 00:00 itself for
+    # `* 0 * * 0` (01:00 on the clock); a schedule that is not fixed-time runs only when the
+    # clock shows a matching time, so its next run is the next Sunday's 00:00.
+    sao_paulo = ZoneInfo("America/Sao_Paulo")
+    after = datetime(2018, 11, 4, 2, 59, tzinfo=UTC)  # 23:59 -03 on Saturday
+    skipped = next(CronSim("* 0 * * 0", after.astimezone(sao_paulo)))
+    assert skipped.astimezone(UTC) == datetime(2018, 11, 4, 3, tzinfo=UTC)  # cronsim 2.x
+    ours = Ticks("* 0 * * 0", sao_paulo, ONCE).iter_after(after)
+    assert next(ours).astimezone(sao_paulo).isoformat() == "2018-11-11T00:00:00-02:00"
+    # The same instant is kept where the clock shows a match, and a fixed time in the gap
+    # still moves to the first valid minute after it.
+    for expression in ("*/30 * * * *", "*/15 0-1 * * *", "10 0 * * *"):
+        first = next(Ticks(expression, sao_paulo, ONCE).iter_after(after))
+        assert first.astimezone(sao_paulo).isoformat() == "2018-11-04T01:00:00-02:00"
+
+
 def test_kubernetes_keeps_robfigs_hour_walk_after_a_30_minute_change() -> None:
     # robfig's Next adds whole real hours while looking for the hour; after Lord Howe's
     # 30-minute fall-back that walk lands on :30, so `0 12 * * *` has no run that day.
@@ -406,9 +424,13 @@ PROPERTY = settings(max_examples=50, deadline=None, suppress_health_check=[Healt
 def test_once_is_cronsims_iteration(case: tuple[str, dict[str, object]], at: tuple) -> None:
     text, meaning = case
     zone, start = at
-    # Except where cronsim's hour walk goes wrong: clocks that change other than on a whole
-    # local hour (see the two tests on Lord Howe and Chatham above).
-    assume(meaning["fixed"] or zone not in ("Australia/Lord_Howe", "Pacific/Chatham"))
+    # Except where cronsim's walk goes wrong for schedules that are not fixed-time: clocks
+    # that change other than on a whole local hour, and a skipped midnight (see the tests
+    # on Lord Howe, Chatham and Sao Paulo above).
+    assume(
+        meaning["fixed"]
+        or zone not in ("Australia/Lord_Howe", "Pacific/Chatham", "America/Sao_Paulo")
+    )
     expression = normalize_expression(text)
     ours = take(Ticks(expression, ZoneInfo(zone), ONCE), start, start + timedelta(days=3))
     theirs = []

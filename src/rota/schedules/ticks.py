@@ -94,12 +94,24 @@ class Ticks:
         last = after
         while True:
             try:
-                tick = next(sim).astimezone(UTC)
+                local = next(sim)
             except StopIteration:
                 return
-            if tick > last:
+            tick = local.astimezone(UTC)
+            if tick > last and (self.fixed_time or self._shows_a_match(local)):
                 last = tick
                 yield tick
+
+    def _shows_a_match(self, local: datetime) -> bool:
+        """Whether the clock shows a matching time at cronsim's tick. Moving into a day whose
+        midnight the clock skips (America/Sao_Paulo, 2018-11-04), cronsim can offer the
+        skipped wall time itself (`* 0 * * 0` -> 00:00, which is 01:00 on the clock). Only
+        fixed-time schedules move out of a gap; finer ones run at matching instants only."""
+        shown = local.astimezone(UTC).astimezone(self.zone).replace(tzinfo=None)
+        if shown == local.replace(tzinfo=None):
+            return True
+        # cronsim on a naive start walks the plain calendar: does `shown` match?
+        return next(CronSim(self.cron, shown - timedelta(minutes=1)), None) == shown
 
     def _iter_real_instants(self, after: datetime) -> Iterator[datetime]:
         """Every real instant whose local time matches, for schedules that are not fixed-time,
