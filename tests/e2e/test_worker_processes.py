@@ -242,6 +242,22 @@ def test_the_worker_process_freezes_what_start_up_made(
     assert worker.wait(15) == 0
 
 
+@pytest.mark.parametrize(("flags", "threshold"), [((), 10_000), (("--gc-threshold", "0"), 700)])
+def test_the_worker_process_collects_after_its_gc_threshold(
+    app: rota.App, database_url: str, spawn: Spawn, flags: tuple[str, ...], threshold: int
+) -> None:
+    """The collector's first threshold is raised in `rota worker` (jobs in flight keep
+    thousands of objects alive); `--gc-threshold 0` keeps Python's own."""
+    register(app)
+    job = app.enqueue("gc_threshold")
+    worker = spawn(database_url, *flags)
+    done = until(lambda: finished(app, job.id), worker, timeout=20)
+    assert done.state is JobState.COMPLETED
+    assert done.result == threshold
+    worker.send(signal.SIGTERM)
+    assert worker.wait(15) == 0
+
+
 # --- SIGTERM: drain ---------------------------------------------------------------------
 
 

@@ -476,6 +476,7 @@ def test_migrate_wait_needs_check(run: Invoke) -> None:
         (["--app", APP, "--queues", "mail=0"], "concurrency of queue 'mail' must be 1-10000"),
         (["--app", APP, "--queues", "mail,mail"], "queue 'mail' is listed twice"),
         (["--app", APP, "--lease", "1", "--heartbeat", "2"], "must be shorter than the lease"),
+        (["--app", APP, "--gc-threshold", "-1"], "-1 is not in the range 0<=x<=1000000"),
     ],
 )
 def test_worker_refuses_bad_options_before_starting(
@@ -484,6 +485,22 @@ def test_worker_refuses_bad_options_before_starting(
     result = run("worker", *options)
     assert result.exit_code == 2
     assert message in error_text(result)
+
+
+@pytest.mark.parametrize(("given", "passed"), [([], "10000"), (["--gc-threshold", "0"], "0")])
+def test_worker_processes_pass_the_gc_threshold_on_to_their_children(
+    run: Invoke, monkeypatch: pytest.MonkeyPatch, given: list[str], passed: str
+) -> None:
+    import rota.cli.worker
+
+    children: list[list[str]] = []
+    monkeypatch.setattr(
+        rota.cli.worker, "supervise", lambda argv, processes: children.append(argv) or 0
+    )
+    result = run("worker", "--app", APP, "--processes", "2", *given)
+    assert result.exit_code == 0, result.output
+    (argv,) = children
+    assert argv[argv.index("--gc-threshold") + 1] == passed
 
 
 def test_worker_processes_pass_each_deadline_given_on_to_their_children(

@@ -99,6 +99,11 @@ def register(app: rota.App) -> None:
         """How many objects the worker's process froze out of the collector's walks."""
         return gc.get_freeze_count()
 
+    @app.task(name="gc_threshold", max_attempts=1)
+    def gc_threshold() -> int:
+        """The worker process's first collection threshold (`--gc-threshold`)."""
+        return gc.get_threshold()[0]
+
     @app.task(name="greet", queue="mail", max_attempts=2)
     def greet(name: str, times: int = 1) -> str:
         """A small task for the CLI tests (never run by them)."""
