@@ -72,8 +72,8 @@ def tune_gc(threshold: int) -> None:
     What start-up made (the app, the modules it imported) lives as long as the process:
     frozen, full collections need not walk it again. A draining worker holds the objects of
     hundreds of jobs in flight; at Python's threshold of 700 new objects its young
-    collections walk and promote them again and again (a tenth of a SQLite drain's client
-    time in docs/benchmarks.md). Garbage in reference cycles is still collected, after
+    collections walk and promote them again and again (about 4% of a SQLite drain's worker
+    CPU, docs/benchmarks.md). Garbage in reference cycles is still collected, after
     `threshold` new objects instead of 700."""
     gc.collect()
     gc.freeze()
