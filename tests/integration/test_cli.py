@@ -282,7 +282,8 @@ def error_text(result: Result) -> str:
         pytest.param(
             ["nope", "--arg", "x=1"],
             1,
-            "unknown task 'nope'. Known tasks: frozen, greet, hang, hold, hold_async, nap",
+            "unknown task 'nope'. Known tasks: frozen, gc_threshold, greet, hang, hold, "
+            "hold_async, nap",
             id="unknown-task",
         ),
         pytest.param(
