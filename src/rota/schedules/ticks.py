@@ -94,33 +94,23 @@ class Ticks:
         last = after
         while True:
             try:
-                local = next(sim)
+                tick = next(sim).astimezone(UTC)
             except StopIteration:
                 return
-            tick = local.astimezone(UTC)
-            if tick > last and (self.fixed_time or self._shows_a_match(local)):
+            if tick > last:
                 last = tick
                 yield tick
 
-    def _shows_a_match(self, local: datetime) -> bool:
-        """Whether the clock shows a matching time at cronsim's tick. Moving into a day whose
-        midnight the clock skips (America/Sao_Paulo, 2018-11-04), cronsim can offer the
-        skipped wall time itself (`* 0 * * 0` -> 00:00, which is 01:00 on the clock). Only
-        fixed-time schedules move out of a gap; finer ones run at matching instants only."""
-        shown = local.astimezone(UTC).astimezone(self.zone).replace(tzinfo=None)
-        if shown == local.replace(tzinfo=None):
-            return True
-        # cronsim on a naive start walks the plain calendar: does `shown` match?
-        return next(CronSim(self.cron, shown - timedelta(minutes=1)), None) == shown
-
     def _iter_real_instants(self, after: datetime) -> Iterator[datetime]:
         """Every real instant whose local time matches, for schedules that are not fixed-time,
-        in zones whose clocks change other than on a whole local hour. cronsim steps hours
-        on the real clock: after Lord Howe's 30-minute change it lands on :30 and skips
-        `*/15 9 * * *`'s 09:00 and 09:15; at Chatham's change at 02:45 it goes back in time
-        and cycles. So walk the matching local times instead (cronsim without a zone: the
-        plain calendar) and map each to the instants that show it: none in a gap, two in an
-        overlap."""
+        in zones whose clocks change other than on a whole local hour or at local midnight.
+        cronsim steps hours on the real clock: after Lord Howe's 30-minute change it lands
+        on :30 and skips `*/15 9 * * *`'s 09:00 and 09:15; at Chatham's change at 02:45 it
+        goes back in time and cycles; entering a day whose midnight the clock skips
+        (America/Sao_Paulo, 2018-11-04) it offers the skipped 00:00 itself, so `* 0 * * 0`
+        would run at 01:00 on the clock. So walk the matching local times instead (cronsim
+        without a zone: the plain calendar) and map each to the instants that show it: none
+        in a gap, two in an overlap."""
         lag = timedelta(seconds=_max_shift(self.zone) + 60)
         wall = after.astimezone(self.zone).replace(tzinfo=None) - lag
         pending: list[tuple[datetime, datetime]] = []  # (instant, its local time)
@@ -281,10 +271,12 @@ def _transitions(zone: ZoneInfo) -> tuple[tuple[int, int, int], ...]:
 @functools.cache
 def _irregular(zone: ZoneInfo) -> bool:
     """Whether some change of the zone's clocks is not on a whole local hour (Lord Howe's
-    30-minute shift; Chatham's change at 02:45): cronsim's and robfig's hour walks go
-    wrong there."""
+    30-minute shift; Chatham's change at 02:45) or falls at local midnight (Sao Paulo's):
+    cronsim's and robfig's hour walks go wrong at the first, cronsim's day step at the
+    second."""
     return any(
-        (at + before) % 3600 or (at + after) % 3600 for at, before, after in _transitions(zone)
+        (at + before) % 3600 or (at + after) % 3600 or (at + before) % 86_400 == 0
+        for at, before, after in _transitions(zone)
     )
 
 
