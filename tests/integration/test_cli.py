@@ -488,10 +488,9 @@ def test_worker_refuses_bad_options_before_starting(
     assert message in error_text(result)
 
 
-@pytest.mark.parametrize(("given", "passed"), [([], "10000"), (["--gc-threshold", "0"], "0")])
-def test_worker_processes_pass_the_gc_threshold_on_to_their_children(
-    run: Invoke, monkeypatch: pytest.MonkeyPatch, given: list[str], passed: str
-) -> None:
+def child_argv(run: Invoke, monkeypatch: pytest.MonkeyPatch, *given: str) -> list[str]:
+    """The command line `rota worker --processes 2 ...given` starts its children with (the
+    supervisor replaced by one that records it)."""
     import rota.cli.worker
 
     children: list[list[str]] = []
@@ -501,22 +500,22 @@ def test_worker_processes_pass_the_gc_threshold_on_to_their_children(
     result = run("worker", "--app", APP, "--processes", "2", *given)
     assert result.exit_code == 0, result.output
     (argv,) = children
+    return argv
+
+
+@pytest.mark.parametrize(("given", "passed"), [([], "10000"), (["--gc-threshold", "0"], "0")])
+def test_worker_processes_pass_the_gc_threshold_on_to_their_children(
+    run: Invoke, monkeypatch: pytest.MonkeyPatch, given: list[str], passed: str
+) -> None:
+    argv = child_argv(run, monkeypatch, *given)
     assert argv[argv.index("--gc-threshold") + 1] == passed
 
 
 def test_worker_processes_pass_each_deadline_given_on_to_their_children(
     run: Invoke, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import rota.cli.worker
-
-    children: list[list[str]] = []
-    monkeypatch.setattr(
-        rota.cli.worker, "supervise", lambda argv, processes: children.append(argv) or 0
-    )
     given = ["--db-detect-timeout", "3.0", "--lease-margin", "0.5", "--db-statement-timeout", "0"]
-    result = run("worker", "--app", APP, "--processes", "2", *given)
-    assert result.exit_code == 0, result.output
-    (argv,) = children
+    argv = child_argv(run, monkeypatch, *given)
     passed = argv[argv.index("--exit-when-hung") + 1 :]
     # In the table's order; those not given are left to each child's default.
     assert passed == [
