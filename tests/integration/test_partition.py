@@ -302,6 +302,8 @@ def test_3_a_job_claimed_longer_ago_than_its_lease_is_not_started(part: Partitio
             fetcher = worker.fetchers["default"]
             part.direct.enqueue("record")
             await async_wait_for(lambda: ran)
+            # The real run must be over (its slot back) before the late claim is replayed.
+            await async_wait_for(lambda: not worker._running and fetcher.free == 4)
             job = part.app.get_job(ran[0])
             assert job is not None
             fetcher.free -= 1
