@@ -93,6 +93,14 @@ class Completion:
     refund_attempt: bool = False
 
 
+# The history entry of an attempt that completed and has nothing more to say. The stores
+# do not write it: the job's own attempt, worker, attempted_at and finished_at hold all of
+# it, and its bytes were the largest part of a drain's writes (docs/benchmarks.md). Every
+# reader puts it back (rows.job_from_row; the SQL that reads history, and job_retry, which
+# stores it before a completed job runs again), so the history reads as before.
+COMPLETED_ENTRY = '{"outcome": "completed"}'
+
+
 # The queue modes the claim statements know (a queue's stored configuration decides which):
 # plain, gated (per-job gates: partition keys, start deadlines, required labels), limited
 # (a global concurrency or rate limit) and fair (by tenant). Features register the named

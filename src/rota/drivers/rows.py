@@ -8,7 +8,7 @@ from typing import Any
 from rota.drivers.base import JobInsert
 from rota.drivers.database import Codec, Database, Row
 from rota.errors import RotaError
-from rota.job import Attempt, Job, JobState
+from rota.job import Attempt, Job, JobState, Outcome
 
 # A stored state's text to its JobState, without the enum's call machinery.
 _STATES: dict[str, JobState] = {str(state): state for state in JobState}
@@ -24,21 +24,32 @@ def due_in(database: Database[Any], name: str) -> float | None:
 def job_from_row(row: Row, codec: Codec, *, created: bool = True) -> Job:
     """A whole stored job (every column of rota_jobs) as a Job."""
     token = row["lease_token"]
-    history = codec.json(row["history"])
+    state = _STATES[row["state"]]
+    attempted_at, finished_at = codec.time(row["attempted_at"]), codec.time(row["finished_at"])
+    history = tuple(
+        Attempt.from_entry(e, codec.json_time) for e in codec.json(row["history"]) or ()
+    )
+    if state is JobState.COMPLETED and (not history or history[-1].attempt != row["attempt"]):
+        # The completed attempt had nothing more to say, so its entry was not stored
+        # (COMPLETED_ENTRY in rota.drivers.base): the job's own columns hold all of it.
+        implied = Attempt(
+            row["attempt"], row["worker"], attempted_at, finished_at, Outcome.COMPLETED
+        )
+        history = (*history, implied)
     return Job.restore(
         {
             "id": row["id"],
             "task": row["task"],
             "queue": row["queue"],
             "args": codec.json(row["args"]),
-            "state": _STATES[row["state"]],
+            "state": state,
             "priority": row["priority"],
             "attempt": row["attempt"],
             "max_attempts": row["max_attempts"],
             "run_at": codec.instant(row["run_at"]),
             "created_at": codec.instant(row["created_at"]),
-            "attempted_at": codec.time(row["attempted_at"]),
-            "finished_at": codec.time(row["finished_at"]),
+            "attempted_at": attempted_at,
+            "finished_at": finished_at,
             "key": row["key"],
             "worker": row["worker"],
             "lease_token": None if token is None else str(token),
@@ -50,9 +61,7 @@ def job_from_row(row: Row, codec: Codec, *, created: bool = True) -> Job:
             "progress": row["progress"],
             "progress_message": row["progress_message"],
             "progress_at": codec.time(row["progress_at"]),
-            "history": (
-                tuple(Attempt.from_entry(e, codec.json_time) for e in history) if history else ()
-            ),
+            "history": history,
             "created": created,
             "partition_key": row["partition_key"],
             "expires_at": codec.time(row["expires_at"]),

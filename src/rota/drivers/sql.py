@@ -12,6 +12,7 @@ from typing import Any
 
 from rota.drivers.adapters import plain_connection_async, run_on_aiosqlite
 from rota.drivers.base import (
+    COMPLETED_ENTRY,
     BacklogReport,
     Claim,
     Claimed,
@@ -337,7 +338,8 @@ class SQLDriver:
                     # float(): Retry(after=0) gives an int, and a typed array refuses a mix.
                     None if done.delay is None else float(done.delay),
                     done.result_json,
-                    done.entry_json,
+                    # NULL: an entry the store implies instead of writing (COMPLETED_ENTRY).
+                    None if done.entry_json == COMPLETED_ENTRY else done.entry_json,
                     done.refund_attempt,
                 )
                 for done in ordered

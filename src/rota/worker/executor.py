@@ -19,7 +19,7 @@ from typing import Any
 
 from rota.app import App
 from rota.context import Context
-from rota.drivers.base import Completion
+from rota.drivers.base import COMPLETED_ENTRY, Completion
 from rota.errors import (
     ArgumentsError,
     ConfigurationError,
@@ -166,7 +166,7 @@ class Executor:
             entry = _entry(Outcome.DISCARDED, exc)
             return Execution(Completion(job.id, token, JobState.DISCARDED, entry), straggler, exc)
         completion = Completion(
-            job.id, token, JobState.COMPLETED, _COMPLETED_ENTRY, result_json=result_json
+            job.id, token, JobState.COMPLETED, COMPLETED_ENTRY, result_json=result_json
         )
         return Execution(completion, straggler)
 
@@ -368,6 +368,3 @@ _TIMEOUT = object()
 def _settle(settled: asyncio.Future[object], outcome: object) -> None:
     if not settled.done():
         settled.set_result(outcome)
-
-
-_COMPLETED_ENTRY = json.dumps({"outcome": "completed"})

@@ -56,12 +56,17 @@ ORDER BY b.id
 SELECT i.idx, i.state, i.failures, i.last_failure_at, i.job_id, i.args::text AS args,
        j.state AS job_state, COALESCE(j.cancel_requested, false) AS cancel_requested,
        j.finished_at AS job_finished_at,
-       j.history -> -1 ->> 'error_type' AS error_type,
-       j.history -> -1 ->> 'message' AS error_message,
-       j.history -> -1 ->> 'condition' AS condition,
-       j.history -> -1 ->> 'reason' AS reason
+       last.entry ->> 'error_type' AS error_type,
+       last.entry ->> 'message' AS error_message,
+       last.entry ->> 'condition' AS condition,
+       last.entry ->> 'reason' AS reason
 FROM rota_batch_items i
 LEFT JOIN rota_jobs j ON i.state = 'active' AND j.id = i.job_id
+-- The last stored entry, unless a completed job's last attempt is newer (its entry is implied,
+-- not stored: COMPLETED_ENTRY in rota.drivers.base).
+LEFT JOIN LATERAL (SELECT j.history -> -1 AS entry
+                   WHERE j.state <> 'completed'
+                      OR (j.history -> -1 ->> 'attempt')::int = j.attempt) AS last ON true
 WHERE i.batch_id = %(id)s
 ORDER BY i.idx
 

@@ -192,9 +192,11 @@ done AS (
         finished_at = CASE WHEN c.state IN ('completed', 'discarded', 'cancelled') THEN now() END,
         result = c.result,
         max_attempts = j.max_attempts + CASE WHEN c.refund THEN 1 ELSE 0 END,
-        history = j.history || jsonb_build_array(c.entry || jsonb_build_object(
-            'attempt', j.attempt, 'worker', j.worker,
-            'started_at', j.attempted_at, 'finished_at', now())),
+        -- A NULL entry is implied, not written (COMPLETED_ENTRY in rota.drivers.base).
+        history = CASE WHEN c.entry IS NULL THEN j.history
+                       ELSE j.history || jsonb_build_array(c.entry || jsonb_build_object(
+                           'attempt', j.attempt, 'worker', j.worker,
+                           'started_at', j.attempted_at, 'finished_at', now())) END,
         lease_token = NULL,
         lease_expires_at = NULL
     FROM c
@@ -276,9 +278,11 @@ done AS (
         finished_at = CASE WHEN c.state IN ('completed', 'discarded', 'cancelled') THEN now() END,
         result = c.result,
         max_attempts = j.max_attempts + CASE WHEN c.refund THEN 1 ELSE 0 END,
-        history = j.history || jsonb_build_array(c.entry || jsonb_build_object(
-            'attempt', j.attempt, 'worker', j.worker,
-            'started_at', j.attempted_at, 'finished_at', now())),
+        -- A NULL entry is implied, not written (COMPLETED_ENTRY in rota.drivers.base).
+        history = CASE WHEN c.entry IS NULL THEN j.history
+                       ELSE j.history || jsonb_build_array(c.entry || jsonb_build_object(
+                           'attempt', j.attempt, 'worker', j.worker,
+                           'started_at', j.attempted_at, 'finished_at', now())) END,
         lease_token = NULL,
         lease_expires_at = NULL
     FROM c
@@ -423,9 +427,11 @@ SET state = c.state,
     finished_at = CASE WHEN c.state IN ('completed', 'discarded', 'cancelled') THEN now() END,
     result = c.result,
     max_attempts = j.max_attempts + CASE WHEN c.refund THEN 1 ELSE 0 END,
-    history = j.history || jsonb_build_array(c.entry || jsonb_build_object(
-        'attempt', j.attempt, 'worker', j.worker,
-        'started_at', j.attempted_at, 'finished_at', now())),
+    -- A NULL entry is implied, not written (COMPLETED_ENTRY in rota.drivers.base).
+    history = CASE WHEN c.entry IS NULL THEN j.history
+                   ELSE j.history || jsonb_build_array(c.entry || jsonb_build_object(
+                       'attempt', j.attempt, 'worker', j.worker,
+                       'started_at', j.attempted_at, 'finished_at', now())) END,
     lease_token = NULL,
     lease_expires_at = NULL
 FROM c
@@ -549,7 +555,14 @@ SET state = 'available',
     run_at = now(),
     finished_at = NULL,
     cancel_requested = false,
-    max_attempts = GREATEST(max_attempts, attempt + 1)
+    max_attempts = GREATEST(max_attempts, attempt + 1),
+    -- A completed attempt's implied entry is stored before the job runs again.
+    history = CASE WHEN state = 'completed'
+                        AND (history -> -1 ->> 'attempt')::int IS DISTINCT FROM attempt
+                   THEN history || jsonb_build_array(jsonb_build_object(
+                       'attempt', attempt, 'worker', worker, 'started_at', attempted_at,
+                       'finished_at', finished_at, 'outcome', 'completed'))
+                   ELSE history END
 WHERE id = %(id)s AND state IN ('scheduled', 'retryable', 'completed', 'discarded', 'cancelled')
 RETURNING *, pg_notify('rota_jobs', queue)
 

@@ -88,11 +88,16 @@ WHERE workflow_id = %(workflow_id)s AND step = %(step)s AND idx = %(idx)s
 -- job's state now and its last attempt's error.
 SELECT e.workflow_id, e.step, e.idx, e.job_id, e.state, e.result, e.error,
        j.state AS job_state, j.result AS job_result, j.attempt AS attempt,
-       j.history -> -1 ->> 'error_type' AS error_type,
-       j.history -> -1 ->> 'message' AS error_message
+       last.entry ->> 'error_type' AS error_type,
+       last.entry ->> 'message' AS error_message
 FROM rota_workflow_jobs e
 JOIN rota_workflow_steps s ON s.workflow_id = e.workflow_id AND s.step = e.step
 LEFT JOIN rota_jobs j ON j.id = e.job_id
+-- The last stored entry, unless a completed job's last attempt is newer (its entry is implied,
+-- not stored: COMPLETED_ENTRY in rota.drivers.base).
+LEFT JOIN LATERAL (SELECT j.history -> -1 AS entry
+                   WHERE j.state <> 'completed'
+                      OR (j.history -> -1 ->> 'attempt')::int = j.attempt) AS last ON true
 WHERE e.workflow_id = ANY(%(ids)s::bigint[])
   AND (NOT %(running_only)s OR s.state = 'running')
 ORDER BY e.workflow_id, e.step, e.idx

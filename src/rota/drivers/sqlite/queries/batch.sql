@@ -56,12 +56,17 @@ ORDER BY b.id
 SELECT i.idx, i.state, i.failures, i.last_failure_at, i.job_id, i.args,
        j.state AS job_state, COALESCE(j.cancel_requested, 0) AS cancel_requested,
        j.finished_at AS job_finished_at,
-       json_extract(j.history, '$[#-1].error_type') AS error_type,
-       json_extract(j.history, '$[#-1].message') AS error_message,
-       json_extract(j.history, '$[#-1].condition') AS condition,
-       json_extract(j.history, '$[#-1].reason') AS reason
+       json_extract(last.value, '$.error_type') AS error_type,
+       json_extract(last.value, '$.message') AS error_message,
+       json_extract(last.value, '$.condition') AS condition,
+       json_extract(last.value, '$.reason') AS reason
 FROM rota_batch_items i
 LEFT JOIN rota_jobs j ON i.state = 'active' AND j.id = i.job_id
+-- The last stored entry, unless a completed job's last attempt is newer (its entry is implied,
+-- not stored: COMPLETED_ENTRY in rota.drivers.base).
+LEFT JOIN json_each(j.history) AS last
+  ON last.key = json_array_length(j.history) - 1
+ AND (j.state <> 'completed' OR json_extract(last.value, '$.attempt') = j.attempt)
 WHERE i.batch_id = :id
 ORDER BY i.idx
 

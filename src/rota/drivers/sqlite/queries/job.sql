@@ -224,9 +224,12 @@ SET state = c.state,
     finished_at = CASE WHEN c.state IN ('completed', 'discarded', 'cancelled') THEN (julianday('now') - 2440587.5) * 86400.0 END,
     result = c.result,
     max_attempts = rota_jobs.max_attempts + c.refund,
-    history = json_insert(rota_jobs.history, '$[#]', json_patch(c.entry, json_object(
-        'attempt', rota_jobs.attempt, 'worker', rota_jobs.worker,
-        'started_at', rota_jobs.attempted_at, 'finished_at', (julianday('now') - 2440587.5) * 86400.0))),
+    -- A NULL entry is implied, not written (COMPLETED_ENTRY in rota.drivers.base).
+    history = CASE WHEN c.entry IS NULL THEN rota_jobs.history
+                   ELSE json_insert(rota_jobs.history, '$[#]', json_patch(c.entry, json_object(
+                       'attempt', rota_jobs.attempt, 'worker', rota_jobs.worker,
+                       'started_at', rota_jobs.attempted_at,
+                       'finished_at', (julianday('now') - 2440587.5) * 86400.0))) END,
     lease_token = NULL,
     lease_expires_at = NULL
 FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.token') AS token,
@@ -363,7 +366,14 @@ SET state = 'available',
     run_at = (julianday('now') - 2440587.5) * 86400.0,
     finished_at = NULL,
     cancel_requested = 0,
-    max_attempts = MAX(max_attempts, attempt + 1)
+    max_attempts = MAX(max_attempts, attempt + 1),
+    -- A completed attempt's implied entry is stored before the job runs again.
+    history = CASE WHEN state = 'completed'
+                        AND json_extract(history, '$[#-1].attempt') IS NOT attempt
+                   THEN json_insert(history, '$[#]', json_object(
+                       'attempt', attempt, 'worker', worker, 'started_at', attempted_at,
+                       'finished_at', finished_at, 'outcome', 'completed'))
+                   ELSE history END
 WHERE id = :id AND state IN ('scheduled', 'retryable', 'completed', 'discarded', 'cancelled')
 RETURNING *
 

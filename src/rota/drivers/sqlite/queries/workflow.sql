@@ -93,11 +93,16 @@ WHERE workflow_id = :workflow_id AND step = :step AND idx = :idx
 -- job's state now and its last attempt's error.
 SELECT e.workflow_id, e.step, e.idx, e.job_id, e.state, e.result, e.error,
        j.state AS job_state, j.result AS job_result, j.attempt AS attempt,
-       json_extract(j.history, '$[#-1].error_type') AS error_type,
-       json_extract(j.history, '$[#-1].message') AS error_message
+       json_extract(last.value, '$.error_type') AS error_type,
+       json_extract(last.value, '$.message') AS error_message
 FROM rota_workflow_jobs e
 JOIN rota_workflow_steps s ON s.workflow_id = e.workflow_id AND s.step = e.step
 LEFT JOIN rota_jobs j ON j.id = e.job_id
+-- The last stored entry, unless a completed job's last attempt is newer (its entry is implied,
+-- not stored: COMPLETED_ENTRY in rota.drivers.base).
+LEFT JOIN json_each(j.history) AS last
+  ON last.key = json_array_length(j.history) - 1
+ AND (j.state <> 'completed' OR json_extract(last.value, '$.attempt') = j.attempt)
 WHERE e.workflow_id IN (SELECT value FROM json_each(:ids))
   AND (:running_only = 0 OR s.state = 'running')
 ORDER BY e.workflow_id, e.step, e.idx
