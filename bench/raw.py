@@ -81,8 +81,6 @@ FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS t
 WHERE rota_jobs.id = c.id AND rota_jobs.lease_token = c.token AND +rota_jobs.state = 'running'
 """
 
-_COMPLETED_ENTRY = json.dumps({"outcome": "completed"})
-
 
 def noop(n: int = 0) -> None:
     return None
@@ -113,7 +111,7 @@ def _pg_complete_params(variant: str, rows: list[dict[str, Any]]) -> dict[str, A
         "c_state": ["completed"] * n,
         "c_delay": [None] * n,
         "c_result": [None] * n,
-        "c_entry": [_COMPLETED_ENTRY] * n,
+        "c_entry": [None] * n,  # as the driver sends a plain completion: its entry implied
         "c_refund": [False] * n,
     }
 
@@ -128,7 +126,7 @@ def _sqlite_complete_params(variant: str, rows: list[tuple[Any, ...]]) -> dict[s
             "state": "completed",
             "delay": None,
             "result": None,
-            "entry": _COMPLETED_ENTRY,
+            "entry": None,  # as the driver sends a plain completion: its entry implied
             "refund": 0,
         }
         for job_id, token in rows
