@@ -31,7 +31,7 @@ from rota.drivers.catalog import CatalogStore
 from rota.drivers.database import Database, Row, Session
 from rota.drivers.rows import claimed_job, due_in, inserted_job, job_from_row, uniform_jobs
 from rota.errors import DatabaseUnavailableError, InvalidTransitionError, JobNotFoundError
-from rota.job import Job
+from rota.job import Job, JobState
 
 # The columns of one inserted job, in the order job_insert_many reads them (`j_*`).
 _INSERT = (
@@ -53,6 +53,11 @@ _INSERT = (
 _INSERT_PLAIN = ("task", "queue", "args", "priority", "max_attempts", "at", "delay", "meta")
 # The columns of one completion (`c_*`): job_complete_many and every claim statement.
 _COMPLETION = ("id", "token", "state", "delay", "result", "entry", "refund")
+
+
+def _implied(done: Completion) -> bool:
+    """A plain completed attempt: its history entry is implied by the job's columns."""
+    return done.state is JobState.COMPLETED and done.entry_json == COMPLETED_ENTRY
 
 
 # The column of job_insert_many_uniform's one row that holds every id drawn.
@@ -339,7 +344,7 @@ class SQLDriver:
                     None if done.delay is None else float(done.delay),
                     done.result_json,
                     # NULL: an entry the store implies instead of writing (COMPLETED_ENTRY).
-                    None if done.entry_json == COMPLETED_ENTRY else done.entry_json,
+                    None if _implied(done) else done.entry_json,
                     done.refund_attempt,
                 )
                 for done in ordered
