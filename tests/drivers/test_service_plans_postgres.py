@@ -34,24 +34,38 @@ def _app(url: str) -> rota.App:
     return app
 
 
-@pytest.fixture
-def table(pg_url: str) -> Iterator[Table]:
+@pytest.fixture(params=["analyzed", "stale"])
+def table(pg_url: str, request: pytest.FixtureRequest) -> Iterator[Table]:
+    """200k finished jobs beside a schedule with a few finished runs. "analyzed": the
+    statistics know the jobs are finished. "stale": they were taken while the jobs still
+    waited, as right after a drain (autovacuum has not caught up), which is when the planner
+    believes there is next to no finished job and may walk them all."""
+    stale = request.param == "stale"
     with _app(pg_url) as app:
         app.migrate()  # stores the schedule too
     with psycopg.connect(pg_url, autocommit=True) as conn:
+        if stale:
+            conn.execute("ALTER TABLE rota_jobs SET (autovacuum_enabled = off)")
         conn.execute(
             """
             INSERT INTO rota_jobs (task, queue, state, max_attempts, run_at, created_at,
                                    finished_at, attempted_at, history)
             SELECT 'shop.tick', 'cron',
-                   CASE WHEN i %% 10 = 0 THEN 'discarded' ELSE 'completed' END, 3,
+                   CASE WHEN %s THEN 'available'
+                        WHEN i %% 10 = 0 THEN 'discarded' ELSE 'completed' END, 3,
                    now() - interval '1 hour', now() - interval '1 hour',
                    now() - interval '1 minute', now() - interval '2 minutes',
                    '[{"outcome": "completed"}]'
             FROM generate_series(1, %s) AS i
             """,
-            (FINISHED,),
+            (stale, FINISHED),
         )
+        if stale:
+            conn.execute("VACUUM (ANALYZE) rota_jobs")
+            conn.execute(
+                "UPDATE rota_jobs SET state = CASE WHEN id % 10 = 0 THEN 'discarded' "
+                "ELSE 'completed' END"
+            )
         # The schedule's finished runs point at finished jobs: its history prune and
         # lastSuccessfulTime have something to read.
         conn.execute(
@@ -65,7 +79,8 @@ def table(pg_url: str) -> Iterator[Table]:
             WHERE s.name = 'every-minute' AND j.id <= 5
             """
         )
-        conn.execute("VACUUM (ANALYZE) rota_jobs")
+        if not stale:
+            conn.execute("VACUUM (ANALYZE) rota_jobs")
         conn.execute(
             """
             INSERT INTO rota_jobs (task, queue, state, attempt, max_attempts, run_at, worker,
