@@ -40,22 +40,34 @@ COUNTING_CLAIMS = {"job_claim_limited", "job_claim_fair"}
 MAX_ROWS_READ_COUNTING = 10_000
 
 
-@pytest.fixture
-def table(pg_url: str) -> Iterator[Table]:
+@pytest.fixture(params=["analyzed", "stale"])
+def table(pg_url: str, request: pytest.FixtureRequest) -> Iterator[Table]:
+    """ "analyzed": the statistics know the 200k jobs are finished. "stale": they were taken
+    while those jobs still waited, as right after a drain before autovacuum has caught up."""
+    stale = request.param == "stale"
     with psycopg.connect(pg_url, autocommit=True) as conn:
         rota.App(pg_url).migrate()
+        if stale:
+            conn.execute("ALTER TABLE rota_jobs SET (autovacuum_enabled = off)")
         conn.execute(
             """
             INSERT INTO rota_jobs (task, queue, state, max_attempts, run_at, finished_at,
                                    attempted_at, history)
             SELECT 't', CASE WHEN i %% 3 = 0 THEN 'other' ELSE 'q' END,
-                   CASE WHEN i %% 10 = 0 THEN 'discarded' ELSE 'completed' END, 3,
+                   CASE WHEN %s THEN 'available'
+                        WHEN i %% 10 = 0 THEN 'discarded' ELSE 'completed' END, 3,
                    now() - interval '1 hour', now() - interval '1 minute',
                    now() - interval '2 minutes', '[{"outcome": "completed"}]'
             FROM generate_series(1, %s) AS i
             """,
-            (FINISHED,),
+            (stale, FINISHED),
         )
+        if stale:
+            conn.execute("VACUUM (ANALYZE) rota_jobs")
+            conn.execute(
+                "UPDATE rota_jobs SET state = CASE WHEN id % 10 = 0 THEN 'discarded' "
+                "ELSE 'completed' END"
+            )
         for queue, waiting in AVAILABLE.items():
             conn.execute(
                 """
@@ -72,7 +84,8 @@ def table(pg_url: str) -> Iterator[Table]:
                    ('f', false, false, true, NULL, now())
             """
         )
-        conn.execute("VACUUM (ANALYZE) rota_jobs")
+        if not stale:
+            conn.execute("VACUUM (ANALYZE) rota_jobs")
         # The jobs running now came after the statistics were taken, as they do in a real
         # deployment (a batch is enqueued, analysed, then claimed): the planner believes
         # almost nothing runs, which is when a plan driven from the running jobs looks cheap.
