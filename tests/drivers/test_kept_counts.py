@@ -4,6 +4,8 @@ change, on both dialects, whether or not the leader has folded them yet."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import rota
 from rota.maintenance.counts import CountFolder
 from rota.testing import drain
@@ -93,5 +95,39 @@ def test_the_recount_after_a_copy_agrees_with_the_triggers(database_url: str) ->
         with app.driver.database.write() as session:
             session.all("copy_recount")
         assert shown() == before
+    finally:
+        app.close()
+
+
+def test_oldest_age_is_the_oldest_waiting_job_of_each_queue_whatever_its_priority(
+    database_url: str,
+) -> None:
+    """queue_list's oldest age (the dashboard, rota_queue_oldest_job_age_seconds) is that
+    of each queue's longest-waiting job across every priority; jobs that wait to run
+    later or that ran do not count."""
+    app = rota.App(database_url)
+
+    @app.task(queue="mail")
+    def send(n: int) -> None:
+        return None
+
+    app.migrate()
+    try:
+        now = app.driver.db_now()
+        hour = timedelta(hours=1)
+        # The oldest of "mail" has a high priority number (it runs last); "bills" has one at
+        # each end of the priority range, the oldest at the low end; "later" waits ahead.
+        send.enqueue(n=1, priority=5, at=now - 3 * hour)
+        send.enqueue(n=2, priority=-5, at=now - 1 * hour)
+        send.enqueue(n=3, priority=0, at=now - 2 * hour)
+        send.enqueue(n=4, queue="bills", priority=-100, at=now - 5 * hour)
+        send.enqueue(n=5, queue="bills", priority=100, at=now - 4 * hour)
+        send.enqueue(n=6, queue="later", at=now + hour)
+        oldest = {q.name: q.oldest_available_age for q in app.driver.queue_list()}
+        assert 3 * 3600 <= (oldest["mail"] or 0) < 3 * 3600 + 60
+        assert 5 * 3600 <= (oldest["bills"] or 0) < 5 * 3600 + 60
+        assert oldest.get("later") is None
+        drain(app, queues=["mail"])  # a queue with nothing waiting has no age
+        assert {q.name: q.oldest_available_age for q in app.driver.queue_list()}["mail"] is None
     finally:
         app.close()

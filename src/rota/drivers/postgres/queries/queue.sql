@@ -9,9 +9,26 @@ GROUP BY queue, state
 HAVING sum(n) <> 0
 
 -- name: queue_oldest
--- Seconds the oldest runnable job of each queue has waited.
+-- Seconds the oldest runnable job of each queue has waited. The claim index (queue,
+-- priority, run_at, id) holds each (queue, priority)'s oldest job first: hop from one
+-- such head to the next (one index descent each) instead of reading the whole backlog.
+-- A MIN over the backlog read every waiting job on every scrape and overview poll, and
+-- with statistics taken before a drain (all those jobs believed waiting) the planner
+-- scanned the whole table for it.
+WITH RECURSIVE heads AS (
+    (SELECT queue, priority, run_at FROM rota_jobs
+     WHERE state = 'available'
+     ORDER BY queue, priority, run_at, id LIMIT 1)
+    UNION ALL
+    SELECT n.queue, n.priority, n.run_at
+    FROM heads AS h
+    CROSS JOIN LATERAL (SELECT j.queue, j.priority, j.run_at FROM rota_jobs AS j
+                        WHERE j.state = 'available'
+                          AND (j.queue, j.priority) > (h.queue, h.priority)
+                        ORDER BY j.queue, j.priority, j.run_at, j.id LIMIT 1) AS n
+)
 SELECT queue, EXTRACT(EPOCH FROM now() - MIN(run_at))::float8 AS age
-FROM rota_jobs WHERE state = 'available' GROUP BY queue
+FROM heads GROUP BY queue
 
 -- name: queue_settings
 -- Stored queue settings.
