@@ -12,9 +12,9 @@ HAVING sum(n) <> 0
 -- Seconds the oldest runnable job of each queue has waited. The claim index (queue,
 -- priority, run_at, id) holds each (queue, priority)'s oldest job first: hop from one
 -- such head to the next (one index descent each) instead of reading the whole backlog.
--- A MIN over the backlog read every waiting job on every scrape and overview poll, and
--- with statistics taken before a drain (all those jobs believed waiting) the planner
--- scanned the whole table for it.
+-- A MIN over the backlog read every waiting job on every scrape and overview poll (133 ms
+-- beside 1M waiting jobs), and with statistics taken before a drain (all those jobs
+-- believed waiting) the planner scanned the whole table for it.
 WITH RECURSIVE heads AS (
     (SELECT queue, priority, run_at FROM rota_jobs
      WHERE state = 'available'

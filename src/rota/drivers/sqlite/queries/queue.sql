@@ -12,9 +12,27 @@ SELECT queue, state, count(*) FROM rota_jobs WHERE state IN ('scheduled', 'retry
 GROUP BY queue, state
 
 -- name: queue_oldest
--- Seconds the oldest runnable job of each queue has waited.
+-- Seconds the oldest runnable job of each queue has waited. The claim index (queue,
+-- priority, run_at, id) holds each (queue, priority)'s oldest job first: hop from one
+-- such head to the next (the next priority of the queue, else the next queue: each one
+-- index seek) instead of reading the whole backlog (105 ms beside 1M waiting jobs, on
+-- every overview poll and scrape). A row-value comparison would seek on the queue alone.
+WITH RECURSIVE heads(queue, priority, run_at) AS (
+    SELECT * FROM (SELECT queue, priority, run_at FROM rota_jobs WHERE state = 'available'
+                   ORDER BY queue, priority, run_at, id LIMIT 1)
+    UNION ALL
+    SELECT j.queue, j.priority, j.run_at
+    FROM heads AS h
+    JOIN rota_jobs AS j ON j.id = COALESCE(
+        (SELECT n.id FROM rota_jobs AS n
+         WHERE n.state = 'available' AND n.queue = h.queue AND n.priority > h.priority
+         ORDER BY n.priority, n.run_at, n.id LIMIT 1),
+        (SELECT n.id FROM rota_jobs AS n
+         WHERE n.state = 'available' AND n.queue > h.queue
+         ORDER BY n.queue, n.priority, n.run_at, n.id LIMIT 1))
+)
 SELECT queue, (julianday('now') - 2440587.5) * 86400.0 - MIN(run_at) AS age
-FROM rota_jobs WHERE state = 'available' GROUP BY queue
+FROM heads GROUP BY queue
 
 -- name: queue_settings
 -- Stored queue settings.
