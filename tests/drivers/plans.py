@@ -40,9 +40,14 @@ def log_plans(conn: psycopg.Connection[Any], plans: list[str]) -> None:
 
 
 @contextmanager
-def watched(pg_url: str, running: list[tuple[int, str]] | None = None) -> Iterator[Table]:
-    """An App on the (migrated, filled) database whose one connection logs its plans."""
-    app = rota.App(pg_url, pool_size=1)  # one connection: the one auto_explain watches
+def watched(
+    pg_url: str,
+    running: list[tuple[int, str]] | None = None,
+    app: rota.App | None = None,
+) -> Iterator[Table]:
+    """An App on the (migrated, filled) database whose one connection logs its plans
+    (`app`, made with pool_size=1, if given: one connection, the one auto_explain watches)."""
+    app = app or rota.App(pg_url, pool_size=1)
     plans: list[str] = []
     with app.driver.database.connection() as conn:
         log_plans(conn, plans)

@@ -2,18 +2,22 @@
 features') reads a bounded number of rota_jobs rows beside 200k finished jobs, and never
 scans the table, up to the plan PostgreSQL caches: psycopg prepares a statement on its
 sixth run, and PostgreSQL may switch a prepared statement to its generic plan from its
-sixth execution on, the eleventh call. The SQLite
+sixth execution on, the eleventh call. The features have work in flight (a schedule's
+runs, workflows, sagas and a batch whose jobs ended), and the statistics are either
+fresh or were taken while the 200k jobs still waited (as right after a drain). The SQLite
 side is tests/drivers/test_service_plans_sqlite.py."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
 
 import rota
 from rota.maintenance.counts import CountFolder
+from rota.sagas import SagaStatus
 from tests.drivers.plans import Table, assert_bounded, log_plans, watched
 from tests.helpers import fast_settings
 
@@ -23,15 +27,67 @@ RUNNING = 300
 MAX_ROWS_READ = 5_000
 
 
-def _app(url: str) -> rota.App:
-    app = rota.App(url)
+FEATURE_QUEUES = ("flows", "sagas", "items")
+IN_FLIGHT = 5  # workflows, sagas, and the batch's parallelism
+
+
+def _app(url: str, pool_size: int = 4) -> rota.App:
+    return _build(url, pool_size)[0]
+
+
+def _build(url: str, pool_size: int = 4) -> tuple[rota.App, rota.Workflow]:
+    app = rota.App(url, pool_size=pool_size)
 
     @app.cron("* * * * *", name="every-minute", successful_history_limit=2)
     @app.task(name="shop.tick", queue="cron")
     def tick() -> None:
         return None
 
-    return app
+    @app.task(name="shop.extract", queue="flows")
+    def extract(day: str) -> int:
+        return 1
+
+    @app.task(name="shop.load", queue="flows")
+    def load(extract: int | None = None) -> None:
+        return None
+
+    flow = rota.Workflow("nightly")
+    flow.step(load, after=flow.step(extract))
+    app.workflows.register(flow)
+
+    saga = rota.Saga("order", queue="sagas")
+
+    @saga.step
+    def reserve(data: dict[str, Any]) -> dict[str, Any]:
+        return {"reserved": True}
+
+    @reserve.compensate
+    def release(data: dict[str, Any]) -> None:
+        return None
+
+    @saga.step
+    def charge(data: dict[str, Any]) -> dict[str, Any]:
+        return {"charged": True}
+
+    app.sagas.register(saga)
+
+    @app.task(name="shop.item", queue="items")
+    def item(n: int) -> None:
+        return None
+
+    return app, flow
+
+
+def _put_features_in_flight(url: str) -> None:
+    """Workflows, sagas and a batch whose current jobs have ended (as a worker on their
+    queues would have left them) without their services having moved them on yet: each
+    service's next pass has work to do."""
+    app, flow = _build(url)
+    with app:
+        for i in range(IN_FLIGHT):
+            app.workflows.start(flow, args={"day": f"d{i}"}, key=f"w{i}")
+            app.sagas.start("order", key=f"order-{i}", data={"order": i})
+        app.batches.create("shop.item", items=[{"n": i} for i in range(50)], parallelism=IN_FLIGHT)
 
 
 @pytest.fixture(params=["analyzed", "stale"])
@@ -79,6 +135,12 @@ def table(pg_url: str, request: pytest.FixtureRequest) -> Iterator[Table]:
             WHERE s.name = 'every-minute' AND j.id <= 5
             """
         )
+        _put_features_in_flight(pg_url)
+        conn.execute(
+            "UPDATE rota_jobs SET state = 'completed', attempt = 1, attempted_at = now(), "
+            "finished_at = now() WHERE queue = ANY(%s) AND state = 'available'",
+            (list(FEATURE_QUEUES),),
+        )
         if not stale:
             conn.execute("VACUUM (ANALYZE) rota_jobs")
         conn.execute(
@@ -91,7 +153,7 @@ def table(pg_url: str, request: pytest.FixtureRequest) -> Iterator[Table]:
             """,
             (RUNNING,),
         )
-    with watched(pg_url) as watching:
+    with watched(pg_url, app=_app(pg_url, pool_size=1)) as watching:
         yield watching
 
 
@@ -113,3 +175,14 @@ def test_every_service_pass_is_bounded_beside_200k_finished_jobs(table: Table) -
         assert_bounded(f"a {service.name} pass", plans, MAX_ROWS_READ)
     assert len(names) >= 10, names  # the engine's services and the features'
     assert watched_passes >= 5  # the plans were seen: rescues, staging, pruning, cron...
+    # The features' passes had work and did it: each workflow's second step and the
+    # batch's next items were enqueued, and the supervisor failed each saga's step (its job
+    # completed without moving the saga on).
+    waiting = {
+        (job.queue, job.task)
+        for job in table.app.list_jobs(state="available", limit=1_000)
+        if job.queue in FEATURE_QUEUES
+    }
+    assert {("flows", "shop.load"), ("items", "shop.item")} <= waiting, waiting
+    sagas = [table.app.sagas.get(f"order-{i}") for i in range(IN_FLIGHT)]
+    assert all(saga.status is not SagaStatus.RUNNING for saga in sagas), sagas
