@@ -20,7 +20,13 @@ from rota.ops.store import OpsStore
 from rota.routing.store import RoutingStore
 from rota.web.records import JobSearch
 from rota.web.store import WebStore
-from tests.drivers.plans import Table, assert_bounded, cached_plans, watched
+from tests.drivers.plans import (
+    Table,
+    assert_bounded,
+    cached_plans,
+    finish_after_statistics,
+    watched,
+)
 
 FINISHED = 200_000
 RUNNING = 2_500
@@ -47,8 +53,6 @@ def table(pg_url: str, request: pytest.FixtureRequest) -> Iterator[Table]:
     stale = request.param == "stale"
     with psycopg.connect(pg_url, autocommit=True) as conn:
         rota.App(pg_url).migrate()
-        if stale:
-            conn.execute("ALTER TABLE rota_jobs SET (autovacuum_enabled = off)")
         conn.execute(
             """
             INSERT INTO rota_jobs (task, queue, state, max_attempts, run_at, finished_at,
@@ -63,10 +67,10 @@ def table(pg_url: str, request: pytest.FixtureRequest) -> Iterator[Table]:
             (stale, FINISHED),
         )
         if stale:
-            conn.execute("VACUUM (ANALYZE) rota_jobs")
-            conn.execute(
+            finish_after_statistics(
+                conn,
                 "UPDATE rota_jobs SET state = CASE WHEN id % 10 = 0 THEN 'discarded' "
-                "ELSE 'completed' END"
+                "ELSE 'completed' END",
             )
         for queue, waiting in AVAILABLE.items():
             conn.execute(

@@ -18,7 +18,13 @@ from rota.observe.cluster import ClusterCollector
 from rota.observe.store import MetricsStore
 from rota.web.records import SEARCH_SCAN, JobSearch
 from rota.web.store import WebStore
-from tests.drivers.plans import Table, assert_bounded, cached_plans, watched
+from tests.drivers.plans import (
+    Table,
+    assert_bounded,
+    cached_plans,
+    finish_after_statistics,
+    watched,
+)
 
 FINISHED = 100_000
 # Rows of rota_jobs one read may touch (a tenth of the table): a page from an index, the
@@ -49,8 +55,6 @@ def stale_table(pg_url: str) -> Iterator[Table]:
 def _fill(pg_url: str, *, stale: bool) -> None:
     with psycopg.connect(pg_url, autocommit=True) as conn:
         rota.App(pg_url).migrate()
-        if stale:
-            conn.execute("ALTER TABLE rota_jobs SET (autovacuum_enabled = off)")
         # Finished history: 90% completed, 9% discarded, 1% cancelled, one in fifty with
         # an idempotency key, over four queues, finished over the last twelve hours.
         conn.execute(
@@ -69,13 +73,13 @@ def _fill(pg_url: str, *, stale: bool) -> None:
             (stale, FINISHED, FINISHED, FINISHED),
         )
         if stale:
-            conn.execute("VACUUM (ANALYZE) rota_jobs")
-            conn.execute(
+            finish_after_statistics(
+                conn,
                 """
                 UPDATE rota_jobs SET state = CASE WHEN id % 100 = 0 THEN 'cancelled'
                                                   WHEN id % 11 = 0 THEN 'discarded'
                                                   ELSE 'completed' END
-                """
+                """,
             )
         # What is going on now: a backlog, retries, scheduled jobs and running ones.
         conn.execute(

@@ -18,7 +18,7 @@ import pytest
 import rota
 from rota.maintenance.counts import CountFolder
 from rota.sagas import SagaStatus
-from tests.drivers.plans import Table, assert_bounded, log_plans, watched
+from tests.drivers.plans import Table, assert_bounded, finish_after_statistics, log_plans, watched
 from tests.helpers import fast_settings
 
 FINISHED = 200_000
@@ -100,8 +100,6 @@ def table(pg_url: str, request: pytest.FixtureRequest) -> Iterator[Table]:
     with _app(pg_url) as app:
         app.migrate()  # stores the schedule too
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        if stale:
-            conn.execute("ALTER TABLE rota_jobs SET (autovacuum_enabled = off)")
         conn.execute(
             """
             INSERT INTO rota_jobs (task, queue, state, max_attempts, run_at, created_at,
@@ -117,10 +115,10 @@ def table(pg_url: str, request: pytest.FixtureRequest) -> Iterator[Table]:
             (stale, FINISHED),
         )
         if stale:
-            conn.execute("VACUUM (ANALYZE) rota_jobs")
-            conn.execute(
+            finish_after_statistics(
+                conn,
                 "UPDATE rota_jobs SET state = CASE WHEN id % 10 = 0 THEN 'discarded' "
-                "ELSE 'completed' END"
+                "ELSE 'completed' END",
             )
         # The schedule's finished runs point at finished jobs: its history prune and
         # lastSuccessfulTime have something to read.
