@@ -1,6 +1,7 @@
-"""rota checks a PostgreSQL connection out with getconn/putconn, not the pool's
-connection() (drivers/postgres/database.py): whatever a call does or fails to do, the
-connection goes back idle, outside any transaction, and serves the next call."""
+"""rota checks a PostgreSQL connection out as the spare or with getconn/putconn, not the
+pool's connection() (drivers/postgres/database.py, spare.py): whatever a call does or
+fails to do, the connection goes back idle, outside any transaction, and serves the next
+call."""
 
 from __future__ import annotations
 

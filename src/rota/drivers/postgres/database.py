@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import select
 import time
 from collections.abc import Iterator, Sequence
 from datetime import datetime
@@ -22,6 +21,7 @@ from rota.drivers.database import Params, Row
 from rota.drivers.deadlines import Deadlines, current_deadline
 from rota.drivers.postgres.deadlines import CallWatch, conninfo_with
 from rota.drivers.postgres.pool import Pool
+from rota.drivers.postgres.spare import Spare, readable
 from rota.drivers.url import DatabaseURL, SecretFilter
 from rota.errors import (
     ConfigurationError,
@@ -178,6 +178,7 @@ class PostgresDatabase:
             check=_check_connection,
             name="rota",
         )
+        self._spare = Spare(self._pool)
         self._opened = False
         self._closed = False
         # psycopg's pool logs connection errors, which can quote the connection string.
@@ -198,6 +199,7 @@ class PostgresDatabase:
         self.deadlines = deadlines
         if self._opened:
             self._pool.drain()
+            self._spare.drop()  # returned after the drain: the pool replaces it too
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[Connection]:
@@ -210,21 +212,22 @@ class PostgresDatabase:
             self._raise_translated(exc)
             raise
         finally:
-            self._pool.putconn(conn)  # rolls back a transaction left open
+            self._spare.release(conn)  # the pool rolls back a transaction left open
 
     def _checkout(self) -> Connection:
-        """A connection from the pool, waiting at most until the call's deadline.
+        """The spare connection, else one from the pool, waiting at most until the call's
+        deadline (rota.drivers.postgres.spare).
 
-        getconn/putconn, not the pool's connection(): that one also wraps the connection
-        in `with conn:`, a COMMIT call that an autocommit connection makes for nothing,
-        and times the use, on every call (about a tenth of a single enqueue's client CPU)."""
+        Not the pool's connection(): that one also wraps the connection in `with conn:`, a
+        COMMIT call that an autocommit connection makes for nothing, and times the use, on
+        every call (about a tenth of a single enqueue's client CPU)."""
         if self._closed:
             raise DatabaseUnavailableError("the database is closed")
         if not self._opened:
             self._pool.open(wait=False)
             self._opened = True
         try:
-            return self._pool.getconn(timeout=_checkout_timeout())
+            return self._spare.checkout(_checkout_timeout())
         except psycopg_pool.PoolTimeout as exc:
             raise DatabaseUnavailableError(
                 f"PostgreSQL at {self.url.redacted()} is unreachable: {self.url.scrub(str(exc))}"
@@ -290,7 +293,7 @@ class PostgresDatabase:
             self._raise_translated(exc)
             raise
         finally:
-            self._pool.putconn(conn)
+            self._spare.release(conn)
 
     @contextlib.contextmanager
     def read(self, conn: Connection | None = None) -> Iterator[PostgresSession]:
@@ -327,6 +330,7 @@ class PostgresDatabase:
         self._closed = True
         self.watch.close()
         if self._opened:
+            self._spare.close()
             self._pool.close()
         logging.getLogger("psycopg.pool").removeFilter(self._log_filter)
 
@@ -349,16 +353,8 @@ def _check_connection(conn: psycopg.Connection[Any]) -> None:
     read, and one the server ended has its goodbye (or EOF) waiting: only then is the full
     round-trip check run (psycopg_pool's check_connection), which raises and makes the
     pool discard it and hand out another. The probe costs a syscall, not a round trip."""
-    if _readable(conn.pgconn.socket):
+    if readable(conn.pgconn.socket):
         psycopg_pool.ConnectionPool.check_connection(conn)
-
-
-def _readable(fd: int) -> bool:
-    if hasattr(select, "poll"):  # any descriptor number (select() stops at 1024)
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        return bool(poller.poll(0))  # POLLHUP and POLLERR count as an answer too
-    return bool(select.select([fd], [], [], 0)[0])
 
 
 def _checkout_timeout() -> float | None:

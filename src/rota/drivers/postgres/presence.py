@@ -12,7 +12,8 @@ import psycopg_pool
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 
-from rota.drivers.postgres.database import PostgresDatabase, _readable
+from rota.drivers.postgres.database import PostgresDatabase
+from rota.drivers.postgres.spare import readable
 from rota.drivers.presence import PresenceStore, PresenceTakenError
 from rota.errors import DatabaseUnavailableError
 
@@ -32,7 +33,7 @@ class SessionHold:
             return False
         # An idle session has nothing to read; one the server ended (terminated, crashed,
         # restarted) has its goodbye or EOF waiting. Only then is a round trip spent.
-        if not _readable(conn.pgconn.socket):
+        if not readable(conn.pgconn.socket):
             return True
         try:
             psycopg_pool.ConnectionPool.check_connection(conn)
