@@ -69,17 +69,17 @@ class Spare:
         if not conn.broken and conn.pgconn.transaction_status == TransactionStatus.IDLE:
             now = time.monotonic()
             with self._lock:
-                if id(conn) != self._kept:
-                    self._kept, self._since = id(conn), now
+                again = id(conn) == self._kept  # the spare coming back from a call
+                since = self._since if again else now
                 if (
                     self._spare is None
                     and self._pending == 0
                     and not self._closed
-                    and now - self._since < SPARE_SECONDS
+                    and now - since < SPARE_SECONDS
                 ):
-                    self._spare = conn
+                    self._spare, self._kept, self._since = conn, id(conn), since
                     return
-                if id(conn) == self._kept:
+                if again:
                     self._kept = None  # back to the pool: its next turn as spare starts anew
         self._pool.putconn(conn)
 
