@@ -20,8 +20,8 @@ from rota.drivers.adapters import plain_connection
 from rota.drivers.database import Params, Row
 from rota.drivers.deadlines import Deadlines, current_deadline
 from rota.drivers.postgres.deadlines import CallWatch, conninfo_with
-from rota.drivers.postgres.pool import Pool
-from rota.drivers.postgres.spare import Spare, readable
+from rota.drivers.postgres.pool import Pool, readable
+from rota.drivers.postgres.spare import Spare
 from rota.drivers.url import DatabaseURL, SecretFilter
 from rota.errors import (
     ConfigurationError,

@@ -23,6 +23,7 @@ ending mid-connect, so an upgrade that moves them fails loudly rather than slowl
 from __future__ import annotations
 
 import asyncio
+import select
 from collections import deque
 from typing import Any
 
@@ -98,3 +99,13 @@ class AsyncPool(psycopg_pool.AsyncConnectionPool):
             # Asked again, so that the pool's worker (which catches it from here as well)
             # ends at its next wait instead of waiting for its next task forever.
             task.cancel()
+
+
+def readable(fd: int) -> bool:
+    """Whether the server has sent something on an idle connection (its goodbye, or
+    EOF): one syscall, no round trip."""
+    if hasattr(select, "poll"):  # any descriptor number (select() stops at 1024)
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))  # POLLHUP and POLLERR count as an answer too
+    return bool(select.select([fd], [], [], 0)[0])

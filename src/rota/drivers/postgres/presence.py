@@ -13,7 +13,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 
 from rota.drivers.postgres.database import PostgresDatabase
-from rota.drivers.postgres.spare import readable
+from rota.drivers.postgres.pool import readable
 from rota.drivers.presence import PresenceStore, PresenceTakenError
 from rota.errors import DatabaseUnavailableError
 

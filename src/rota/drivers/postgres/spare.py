@@ -18,7 +18,6 @@ once)."""
 
 from __future__ import annotations
 
-import select
 import threading
 import time
 from typing import Any
@@ -26,7 +25,7 @@ from typing import Any
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from rota.drivers.postgres.pool import Pool
+from rota.drivers.postgres.pool import Pool, readable
 
 # The longest one connection stays the spare before it goes back to the pool.
 SPARE_SECONDS = 30.0
@@ -49,15 +48,14 @@ class Spare:
     def checkout(self, timeout: float | None) -> Connection:
         with self._lock:
             conn, self._spare = self._spare, None
-            if conn is None:
-                self._pending += 1
-        if conn is not None:
-            if not readable(conn.pgconn.socket):
-                return conn
-            self._pool.putconn(conn)  # the server spoke first: let the pool check it
-            with self._lock:
-                self._pending += 1
+            # Counted until this checkout is answered: a connection given back meanwhile
+            # goes to the pool, where this one may be about to wait.
+            self._pending += 1
         try:
+            if conn is not None:
+                if not readable(conn.pgconn.socket):
+                    return conn
+                self._pool.putconn(conn)  # the server spoke first: let the pool check it
             return self._pool.getconn(timeout=timeout)
         finally:
             with self._lock:
@@ -96,13 +94,3 @@ class Spare:
         with self._lock:
             self._closed = True
         self.drop()
-
-
-def readable(fd: int) -> bool:
-    """Whether the server has sent something on an idle connection (its goodbye, or
-    EOF): one syscall, no round trip."""
-    if hasattr(select, "poll"):  # any descriptor number (select() stops at 1024)
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        return bool(poller.poll(0))  # POLLHUP and POLLERR count as an answer too
-    return bool(select.select([fd], [], [], 0)[0])
