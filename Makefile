@@ -36,7 +36,7 @@ unit: $(STAMP)
 
 ## Throughput, latency, size and idle cost, SQLite and PostgreSQL, beside a raw-SQL baseline
 ## and the peers (pgqueuer, huey: each in its own pinned venv under .venv-bench/, made on first
-## use; never by `make test`). 15-18 minutes; BENCH_ARGS="--quick" for a smoke run.
+## use; never by `make test`). 17-21 minutes; BENCH_ARGS="--quick" for a smoke run.
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
