@@ -46,13 +46,16 @@ COUNTING_CLAIMS = {"job_claim_limited", "job_claim_fair"}
 MAX_ROWS_READ_COUNTING = 10_000
 
 
-@pytest.fixture(params=["analyzed", "stale"])
+@pytest.fixture(params=["analyzed", "stale", "never"])
 def table(pg_url: str, request: pytest.FixtureRequest) -> Iterator[Table]:
     """ "analyzed": the statistics know the 200k jobs are finished. "stale": they were taken
-    while those jobs still waited, as right after a drain before autovacuum has caught up."""
-    stale = request.param == "stale"
+    while those jobs still waited, as right after a drain before autovacuum has caught up.
+    "never": none were taken, as on a new installation's first burst."""
+    stale, never = request.param == "stale", request.param == "never"
     with psycopg.connect(pg_url, autocommit=True) as conn:
         rota.App(pg_url).migrate()
+        if never:
+            conn.execute("ALTER TABLE rota_jobs SET (autovacuum_enabled = off)")
         conn.execute(
             """
             INSERT INTO rota_jobs (task, queue, state, max_attempts, run_at, finished_at,
@@ -88,7 +91,7 @@ def table(pg_url: str, request: pytest.FixtureRequest) -> Iterator[Table]:
                    ('f', false, false, true, NULL, now())
             """
         )
-        if not stale:
+        if not stale and not never:
             conn.execute("VACUUM (ANALYZE) rota_jobs")
         # The jobs running now came after the statistics were taken, as they do in a real
         # deployment (a batch is enqueued, analysed, then claimed): the planner believes

@@ -90,16 +90,19 @@ def _put_features_in_flight(url: str) -> None:
         app.batches.create("shop.item", items=[{"n": i} for i in range(50)], parallelism=IN_FLIGHT)
 
 
-@pytest.fixture(params=["analyzed", "stale"])
+@pytest.fixture(params=["analyzed", "stale", "never"])
 def table(pg_url: str, request: pytest.FixtureRequest) -> Iterator[Table]:
     """200k finished jobs beside a schedule with a few finished runs. "analyzed": the
     statistics know the jobs are finished. "stale": they were taken while the jobs still
     waited, as right after a drain (autovacuum has not caught up), which is when the planner
-    believes there is next to no finished job and may walk them all."""
-    stale = request.param == "stale"
+    believes there is next to no finished job and may walk them all. "never": none were
+    taken, as on a new installation's first burst."""
+    stale, never = request.param == "stale", request.param == "never"
     with _app(pg_url) as app:
         app.migrate()  # stores the schedule too
     with psycopg.connect(pg_url, autocommit=True) as conn:
+        if never:
+            conn.execute("ALTER TABLE rota_jobs SET (autovacuum_enabled = off)")
         conn.execute(
             """
             INSERT INTO rota_jobs (task, queue, state, max_attempts, run_at, created_at,
@@ -139,7 +142,7 @@ def table(pg_url: str, request: pytest.FixtureRequest) -> Iterator[Table]:
             "finished_at = now() WHERE queue = ANY(%s) AND state = 'available'",
             (list(FEATURE_QUEUES),),
         )
-        if not stale:
+        if not stale and not never:
             conn.execute("VACUUM (ANALYZE) rota_jobs")
         conn.execute(
             """
