@@ -5,7 +5,7 @@ connection from the pool and give it back on every call: psycopg_pool's getconn 
 (its lock, its bookkeeping, the check on checkout) cost a single enqueue about 16 µs of the
 ~400 µs it takes, 4% of its rate. Here the connection a call gives back is kept aside as
 the *spare* and the next call takes it without asking the pool, as long as nobody waits
-for the pool: every checkout that goes to the pool is counted (`_pending`) under the same
+for the pool: every checkout is counted until it is answered (`_pending`), under the same
 lock that decides to keep a spare, so a connection is never kept idle while another
 caller waits for one.
 
