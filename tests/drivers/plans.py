@@ -39,11 +39,23 @@ def log_plans(conn: psycopg.Connection[Any], plans: list[str]) -> None:
         conn.execute(f"SET {setting}".encode())
 
 
-def finish_after_statistics(conn: psycopg.Connection[Any], finish: str) -> None:
+# Finishes every job in the table, one in ten discarded, the rest completed (the shape of
+# the finished history the hot and service plan tests insert).
+FINISH_ALL = (
+    "UPDATE rota_jobs SET state = CASE WHEN id % 10 = 0 THEN 'discarded' ELSE 'completed' END"
+)
+
+
+def freeze_statistics(conn: psycopg.Connection[Any]) -> None:
+    """Keep autovacuum from analysing rota_jobs: its statistics stay what they are now."""
+    conn.execute("ALTER TABLE rota_jobs SET (autovacuum_enabled = off)")
+
+
+def finish_after_statistics(conn: psycopg.Connection[Any], finish: str = FINISH_ALL) -> None:
     """Take rota_jobs' statistics while the jobs in it wait, then run `finish` (an UPDATE
     that finishes them): the planner goes on believing they wait, as it does right after a
     drain until autovacuum analyses the table again (switched off here for that)."""
-    conn.execute("ALTER TABLE rota_jobs SET (autovacuum_enabled = off)")
+    freeze_statistics(conn)
     conn.execute("VACUUM (ANALYZE) rota_jobs")
     conn.execute(finish.encode())
 

@@ -25,6 +25,7 @@ from tests.drivers.plans import (
     assert_bounded,
     cached_plans,
     finish_after_statistics,
+    freeze_statistics,
     watched,
 )
 
@@ -55,7 +56,7 @@ def table(pg_url: str, request: pytest.FixtureRequest) -> Iterator[Table]:
     with psycopg.connect(pg_url, autocommit=True) as conn:
         rota.App(pg_url).migrate()
         if never:
-            conn.execute("ALTER TABLE rota_jobs SET (autovacuum_enabled = off)")
+            freeze_statistics(conn)
         conn.execute(
             """
             INSERT INTO rota_jobs (task, queue, state, max_attempts, run_at, finished_at,
@@ -70,11 +71,7 @@ def table(pg_url: str, request: pytest.FixtureRequest) -> Iterator[Table]:
             (stale, FINISHED),
         )
         if stale:
-            finish_after_statistics(
-                conn,
-                "UPDATE rota_jobs SET state = CASE WHEN id % 10 = 0 THEN 'discarded' "
-                "ELSE 'completed' END",
-            )
+            finish_after_statistics(conn)
         for queue, waiting in AVAILABLE.items():
             conn.execute(
                 """

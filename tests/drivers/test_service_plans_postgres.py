@@ -18,7 +18,14 @@ import pytest
 import rota
 from rota.maintenance.counts import CountFolder
 from rota.sagas import SagaStatus
-from tests.drivers.plans import Table, assert_bounded, finish_after_statistics, log_plans, watched
+from tests.drivers.plans import (
+    Table,
+    assert_bounded,
+    finish_after_statistics,
+    freeze_statistics,
+    log_plans,
+    watched,
+)
 from tests.helpers import fast_settings
 
 FINISHED = 200_000
@@ -102,7 +109,7 @@ def table(pg_url: str, request: pytest.FixtureRequest) -> Iterator[Table]:
         app.migrate()  # stores the schedule too
     with psycopg.connect(pg_url, autocommit=True) as conn:
         if never:
-            conn.execute("ALTER TABLE rota_jobs SET (autovacuum_enabled = off)")
+            freeze_statistics(conn)
         conn.execute(
             """
             INSERT INTO rota_jobs (task, queue, state, max_attempts, run_at, created_at,
@@ -118,11 +125,7 @@ def table(pg_url: str, request: pytest.FixtureRequest) -> Iterator[Table]:
             (stale, FINISHED),
         )
         if stale:
-            finish_after_statistics(
-                conn,
-                "UPDATE rota_jobs SET state = CASE WHEN id % 10 = 0 THEN 'discarded' "
-                "ELSE 'completed' END",
-            )
+            finish_after_statistics(conn)
         # The schedule's finished runs point at finished jobs: its history prune and
         # lastSuccessfulTime have something to read.
         conn.execute(
