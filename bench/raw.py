@@ -119,19 +119,8 @@ def _pg_complete_params(variant: str, rows: list[dict[str, Any]]) -> dict[str, A
 def _sqlite_complete_params(variant: str, rows: list[tuple[Any, ...]]) -> dict[str, Any]:
     if variant == "lean":
         return {"batch": json.dumps([[r[0], r[1]] for r in rows])}
-    batch = [
-        {
-            "id": job_id,
-            "token": token,
-            "state": "completed",
-            "delay": None,
-            "result": None,
-            "entry": None,  # as the driver sends a plain completion: its entry implied
-            "refund": 0,
-        }
-        for job_id, token in rows
-    ]
-    return {"c": json.dumps(batch)}
+    # As the driver sends plain completions (SQLiteCodec.completions): lease tokens by id.
+    return {"p": json.dumps({str(job_id): token for job_id, token in rows}), "c": "[]"}
 
 
 def drain_child(

@@ -204,3 +204,36 @@ def test_the_counts_are_index_only_on_a_big_table(pg_app: rota.App, pg_url: str)
         assert "Bitmap Heap Scan on rota_jobs" not in plan, plan
         assert "Index Only Scan" in plan and "Index Scan using rota_jobs" not in plan, plan
         assert all(n == "0" for n in re.findall(r"Heap Fetches: (\d+)", plan)), plan
+
+
+def test_the_oldest_age_reads_one_entry_per_priority_not_the_backlog(
+    pg_app: rota.App, pg_url: str
+) -> None:
+    """rota_keda_oldest_age beside 60,000 waiting jobs of three priorities (migration
+    0020): the age of the oldest of them, whatever its priority, found by reading the
+    head of each priority in the claim index. min(run_at) over the queue read all 60,000
+    index entries on every scrape."""
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        # The oldest job has the highest priority number (claimed last): a read that
+        # stopped at the first priority's head would answer a younger age.
+        conn.execute(
+            """
+            INSERT INTO rota_jobs (task, queue, max_attempts, priority, run_at)
+            SELECT 't', 'q', 3, i % 3, now() - make_interval(secs => i % 3 * 1000 + i % 500)
+            FROM generate_series(1, 60000) AS i
+            """
+        )
+        conn.execute("INSERT INTO rota_jobs (task, queue, max_attempts) VALUES ('t', 'other', 3)")
+        conn.execute("VACUUM (ANALYZE) rota_jobs")
+        plans: list[str] = []
+        log_plans(conn, plans)
+        age = scalar(conn, "SELECT rota_keda_oldest_age('q')")
+    assert isinstance(age, float) and 2499 <= age < 2499 + 60
+    nested = [p for p in plans if "rota_jobs" in p and "Query Text: SELECT rota_keda" not in p]
+    assert nested, plans
+    read = sum(
+        int(rows) * int(loops)
+        for plan in nested
+        for rows, loops in re.findall(r"actual time=\S+ rows=(\d+) loops=(\d+)", plan)
+    )
+    assert read < 50, plans

@@ -4,12 +4,19 @@ change, on both dialects, whether or not the leader has folded them yet."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
+from typing import Any
+
+import pytest
 
 import rota
+from rota.drivers.base import COMPLETED_ENTRY, Claim, Completion, JobInsert
+from rota.job import JobState
 from rota.maintenance.counts import CountFolder
 from rota.testing import drain
 from rota.web.store import WebStore
+from rota.worker.fetcher import claim_now
 
 
 def _kept(app: rota.App) -> dict[tuple[str, str], int]:
@@ -129,5 +136,69 @@ def test_oldest_age_is_the_oldest_waiting_job_of_each_queue_whatever_its_priorit
         assert oldest.get("later") is None
         drain(app, queues=["mail"])  # a queue with nothing waiting has no age
         assert {q.name: q.oldest_available_age for q in app.driver.queue_list()}["mail"] is None
+    finally:
+        app.close()
+
+
+@pytest.mark.parametrize("mode", ["plain", "gated", "limited", "fair", "none"])
+def test_completions_of_every_kind_in_one_batch_are_counted_once(
+    database_url: str, mode: str
+) -> None:
+    """A batch of completions (carried by a claim, or written on their own: `none`) mixes
+    the kinds SQLite writes apart (migration 0020): plain completions, sent as lease
+    tokens by id and counted by the statement; a completion with a result or its own
+    history entry (ctx.transaction()), counted the same way; failures, counted by the
+    trigger; and a completion whose lease was lost, refused and not counted."""
+    app = rota.App(database_url)
+    app.migrate()
+    d = app.driver
+    try:
+        gate = {"partition_key": "p"} if mode == "gated" else {}
+        rows = [
+            JobInsert(task="t", queue="q", args_json="{}", priority=0, max_attempts=1)
+            for _ in range(7)
+        ]
+        d.job_insert_many(rows)
+        d.job_insert_many([JobInsert("t", "q", "{}", 0, 1, **gate)])  # type: ignore[arg-type]
+        jobs = claim_now(app, "q", 8, "w1", 30)
+        assert len(jobs) == 8
+        a, b, c, e, f, g, h, gated = jobs
+
+        def ended(
+            job: rota.Job, state: JobState, entry: str = COMPLETED_ENTRY, **kw: Any
+        ) -> Completion:
+            return Completion(job.id, job.lease_token or "", state, entry, **kw)
+
+        carried = [
+            ended(a, JobState.COMPLETED),
+            ended(b, JobState.COMPLETED),
+            ended(c, JobState.COMPLETED, result_json='{"ticket": "T-1"}'),
+            ended(
+                e, JobState.COMPLETED, '{"outcome": "completed", "message": "ctx.transaction()"}'
+            ),
+            ended(f, JobState.DISCARDED, '{"outcome": "discarded", "message": "bad"}'),
+            ended(g, JobState.AVAILABLE, '{"outcome": "failed"}', delay=0.0, refund_attempt=True),
+            Completion(h.id, uuid.uuid4().hex, JobState.COMPLETED, COMPLETED_ENTRY),  # lost
+            ended(gated, JobState.COMPLETED),
+        ]
+        if mode == "none":
+            accepted = d.job_complete_many(carried)
+        else:
+            query = app.claim_queries()[mode]
+            accepted = d.job_fetch(Claim("q", 0, "w1", 30, query, completions=carried)).accepted
+        assert accepted == {j.id for j in jobs} - {h.id}
+        states = {j.id: d.job_get(j.id).state for j in jobs}  # type: ignore[union-attr]
+        assert [states[j.id] for j in (a, b, c, e, gated)] == [JobState.COMPLETED] * 5
+        assert (states[f.id], states[g.id], states[h.id]) == (
+            JobState.DISCARDED,
+            JobState.AVAILABLE,
+            JobState.RUNNING,
+        )
+        assert d.job_get(c.id).result == {"ticket": "T-1"}  # type: ignore[union-attr]
+        assert _kept(app) == _truth(app)
+        assert _kept(app)[("q", "completed")] == 5
+        # Sent again (a retried write after a lost connection): refused, nothing counted twice.
+        assert d.job_complete_many(carried) == set()
+        assert _kept(app) == _truth(app)
     finally:
         app.close()

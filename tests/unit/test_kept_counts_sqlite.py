@@ -1,7 +1,9 @@
 """SQLite keeps its counts of finished jobs with a trigger on writes of `finished_at`
 (migration 0019: a claim, which writes no finished_at, runs no trigger). So every SQLite
 statement that moves a job into or out of a finished state must write finished_at, or the
-counts drift; this checks each one declared with `-- moves:` (tests/unit/test_transitions)."""
+counts drift; this checks each one declared with `-- moves:` (tests/unit/test_transitions).
+A job completing from running is the exception (migration 0020): the statement that
+completes it counts it, for the whole batch at once, and the trigger skips it."""
 
 from __future__ import annotations
 
@@ -34,6 +36,23 @@ def test_every_sqlite_move_into_or_out_of_a_finished_state_writes_finished_at() 
             "finished_at: SQLite's kept counts (0019) would miss it"
         )
     assert checked >= 10  # the rule saw the statements it is about
+
+
+COUNTS_ITSELF = re.compile(r"INSERT INTO rota_job_counts\b[^;]*'completed'", re.I)
+
+
+def test_every_sqlite_move_from_running_to_completed_counts_itself() -> None:
+    every = {name: body for dialect, name, body in blocks() if dialect == "sqlite"}
+    completing = [
+        name for name, body in every.items() if ("running", "completed") in declared(body)
+    ]
+    for name in completing:
+        assert COUNTS_ITSELF.search(_text(name, every)), (
+            f"{name} moves jobs from running to completed without counting them: the "
+            "trigger skips that move (migration 0020), so SQLite's kept counts would miss it"
+        )
+    # job_complete_many, and the claims that include it (the completions they carry).
+    assert {"job_complete_many", "job_claim_plain"} <= set(completing)
 
 
 def test_the_rule_sees_a_statement_without_finished_at() -> None:

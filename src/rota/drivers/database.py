@@ -93,6 +93,16 @@ class Codec(Protocol):
         named `<name>` (read with json_each)."""
         ...
 
+    def completions(
+        self, name: str, names: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> dict[str, Any]:
+        """Attempt outcomes (columns `id`, `token`, `state` and what else to write) as
+        parameters of job_complete_many and the claims: PostgreSQL gets `columns`; SQLite
+        sends a completed attempt with nothing else to write (every other column None or
+        False) as one entry of `p`, a JSON object of lease tokens by id, and the rest as
+        `columns` (parsing each field of a JSON object was most of a completion's cost)."""
+        ...
+
     def row(self, name: str, names: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
         """One row as parameters of a statement that takes one: PostgreSQL gets a scalar per
         column, named `<name>_<column>` (no array to build or unpack); SQLite gets the same

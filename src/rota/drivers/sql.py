@@ -332,7 +332,7 @@ class SQLDriver:
         # Sorted by id: every statement that updates several running jobs locks them in
         # id order, so a heartbeat and a completion batch never deadlock.
         ordered = sorted(completions, key=lambda done: done.job_id)
-        return self._database.codec.columns(
+        return self._database.codec.completions(
             "c",
             _COMPLETION,
             [

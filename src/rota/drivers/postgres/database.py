@@ -70,6 +70,11 @@ class PostgresCodec:
     ) -> dict[str, Any]:
         return {f"{name}_{col}": [row[i] for row in rows] for i, col in enumerate(names)}
 
+    def completions(
+        self, name: str, names: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> dict[str, Any]:
+        return self.columns(name, names, rows)
+
     def row(self, name: str, names: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
         return {f"{name}_{col}": value for col, value in zip(names, values, strict=True)}
 

@@ -25,6 +25,11 @@ QUERIES = queries.load("sqlite")
 SCRIPTS = {name: queries.statements_of(text) for name, text in QUERIES.items()}
 
 
+# A plain completion (Codec.completions) carries only these; it goes in the parameter `p`.
+_PLAIN_COLUMNS = ("id", "token", "state")
+_PLAIN_PARAM = "p"
+
+
 class SQLiteCodec:
     def time(self, value: Any) -> datetime | None:
         return None if value is None else datetime.fromtimestamp(value, UTC)
@@ -59,6 +64,23 @@ class SQLiteCodec:
         self, name: str, names: Sequence[str], rows: Sequence[Sequence[Any]]
     ) -> dict[str, Any]:
         return {name: json.dumps([dict(zip(names, row, strict=True)) for row in rows])}
+
+    def completions(
+        self, name: str, names: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> dict[str, Any]:
+        plain: dict[str, Any] = {}
+        rest: list[dict[str, Any]] = []
+        for row in rows:
+            values = dict(zip(names, row, strict=True))
+            if values["state"] == "completed" and all(
+                value is None or value is False
+                for column, value in values.items()
+                if column not in _PLAIN_COLUMNS
+            ):
+                plain[str(values["id"])] = values["token"]
+            else:
+                rest.append(values)
+        return {_PLAIN_PARAM: json.dumps(plain), name: json.dumps(rest)}
 
     def row(self, name: str, names: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
         return self.columns(name, names, [values])
