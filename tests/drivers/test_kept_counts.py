@@ -148,7 +148,8 @@ def test_completions_of_every_kind_in_one_batch_are_counted_once(
     the kinds SQLite writes apart (migration 0020): plain completions, sent as lease
     tokens by id and counted by the statement; a completion with a result or its own
     history entry (ctx.transaction()), counted the same way; failures, counted by the
-    trigger; and a completion whose lease was lost, refused and not counted."""
+    trigger; a completion whose lease was lost, refused and not counted; and the same
+    completion twice, counted once."""
     app = rota.App(database_url)
     app.migrate()
     d = app.driver
@@ -180,6 +181,9 @@ def test_completions_of_every_kind_in_one_batch_are_counted_once(
             ended(g, JobState.AVAILABLE, '{"outcome": "failed"}', delay=0.0, refund_attempt=True),
             Completion(h.id, uuid.uuid4().hex, JobState.COMPLETED, COMPLETED_ENTRY),  # lost
             ended(gated, JobState.COMPLETED),
+            # The same attempts twice in one batch: written once, counted once.
+            ended(a, JobState.COMPLETED),
+            ended(c, JobState.COMPLETED, result_json='{"ticket": "T-1"}'),
         ]
         if mode == "none":
             accepted = d.job_complete_many(carried)
