@@ -93,6 +93,11 @@ class Codec(Protocol):
         named `<name>` (read with json_each)."""
         ...
 
+    def values(self, row: Row) -> Sequence[Any]:
+        """A row's values in the order of its `keys()`, for reading the rows of one
+        statement by position."""
+        ...
+
     def completions(
         self, name: str, names: Sequence[str], rows: Sequence[Sequence[Any]]
     ) -> dict[str, Any]:

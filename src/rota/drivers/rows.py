@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from rota.drivers.base import JobInsert
@@ -133,32 +135,101 @@ def uniform_jobs(row: Row, inserts: list[JobInsert], codec: Codec) -> list[Job]:
     )
 
 
-def claimed_job(row: Row, codec: Codec) -> Job:
-    """A job as a claim returns it: what the runner needs, not its history or result."""
-    token = row["lease_token"]
-    requires = row["requires"]
-    return Job.restore(
-        {
-            "id": row["id"],
-            "task": row["task"],
-            "queue": row["queue"],
-            "args": codec.json(row["args"]),
-            "state": JobState.RUNNING,
-            "priority": row["priority"],
-            "attempt": row["attempt"],
-            "max_attempts": row["max_attempts"],
-            "run_at": codec.instant(row["run_at"]),
-            "created_at": codec.instant(row["created_at"]),
-            "attempted_at": codec.time(row["attempted_at"]),
-            "key": row["key"],
-            "worker": row["worker"],
-            "lease_token": None if token is None else str(token),
-            "lease_expires_at": codec.time(row["lease_expires_at"]),
-            "checkpoint": codec.json(row["checkpoint"]),
-            "meta": codec.json(row["meta"]) or {},
-            "partition_key": row["partition_key"],
-            "expires_at": codec.time(row["expires_at"]),
-            "requires": () if requires is None else tuple(codec.json(requires)),
-            "tenant": row["tenant"],
-        }
-    )
+# The columns of a claimed job, in the order claimed_jobs reads them.
+_CLAIMED = (
+    "id",
+    "task",
+    "queue",
+    "args",
+    "priority",
+    "attempt",
+    "max_attempts",
+    "run_at",
+    "created_at",
+    "attempted_at",
+    "key",
+    "worker",
+    "lease_token",
+    "lease_expires_at",
+    "checkpoint",
+    "meta",
+    "partition_key",
+    "expires_at",
+    "requires",
+    "tenant",
+)
+
+
+def claimed_jobs(rows: Sequence[Row], codec: Codec) -> list[Job]:
+    """The jobs one claim statement returned (so one column order for all its rows): what
+    the runner needs, not their history or result. Each column is found by name once for
+    the batch and read by position (a lookup by name on an sqlite3.Row compares names),
+    and each distinct time is decoded once: a claim's start and lease times are the same
+    for all its jobs, and often their enqueue times too. 7.0 -> 4.5 us a job on SQLite."""
+    if not rows:
+        return []
+    where = {name: i for i, name in enumerate(rows[0].keys())}
+    (
+        p_id,
+        p_task,
+        p_queue,
+        p_args,
+        p_priority,
+        p_attempt,
+        p_max_attempts,
+        p_run_at,
+        p_created_at,
+        p_attempted_at,
+        p_key,
+        p_worker,
+        p_token,
+        p_lease,
+        p_checkpoint,
+        p_meta,
+        p_partition_key,
+        p_expires_at,
+        p_requires,
+        p_tenant,
+    ) = (where[name] for name in _CLAIMED)
+    decoded: dict[Any, datetime | None] = {None: None}
+
+    def time(value: Any) -> datetime | None:
+        try:
+            return decoded[value]
+        except KeyError:
+            found = decoded[value] = codec.time(value)
+            return found
+
+    jobs = []
+    for row in rows:
+        v = codec.values(row)
+        token = v[p_token]
+        requires = v[p_requires]
+        jobs.append(
+            Job.restore(
+                {
+                    "id": v[p_id],
+                    "task": v[p_task],
+                    "queue": v[p_queue],
+                    "args": codec.json(v[p_args]),
+                    "state": JobState.RUNNING,
+                    "priority": v[p_priority],
+                    "attempt": v[p_attempt],
+                    "max_attempts": v[p_max_attempts],
+                    "run_at": time(v[p_run_at]),
+                    "created_at": time(v[p_created_at]),
+                    "attempted_at": time(v[p_attempted_at]),
+                    "key": v[p_key],
+                    "worker": v[p_worker],
+                    "lease_token": None if token is None else str(token),
+                    "lease_expires_at": time(v[p_lease]),
+                    "checkpoint": codec.json(v[p_checkpoint]),
+                    "meta": codec.json(v[p_meta]) or {},
+                    "partition_key": v[p_partition_key],
+                    "expires_at": time(v[p_expires_at]),
+                    "requires": () if requires is None else tuple(codec.json(requires)),
+                    "tenant": v[p_tenant],
+                }
+            )
+        )
+    return jobs

@@ -29,7 +29,7 @@ from rota.drivers.base import (
 )
 from rota.drivers.catalog import CatalogStore
 from rota.drivers.database import Database, Row, Session
-from rota.drivers.rows import claimed_job, due_in, inserted_job, job_from_row, uniform_jobs
+from rota.drivers.rows import claimed_jobs, due_in, inserted_job, job_from_row, uniform_jobs
 from rota.errors import DatabaseUnavailableError, InvalidTransitionError, JobNotFoundError
 from rota.job import Job, JobState
 
@@ -366,7 +366,7 @@ class SQLDriver:
             "caps": None if claim.capabilities is None else c.array(list(claim.capabilities)),
             **self._completion_params(claim.completions),
         }
-        jobs: list[Job] = []
+        claimed: list[Row] = []
         accepted: set[int] = set()
         mode: str | None = None
         paused = False
@@ -374,7 +374,7 @@ class SQLDriver:
         for row in db.execute(claim.query, params):
             kind = row["kind"]
             if kind == "job":
-                jobs.append(claimed_job(row, c))
+                claimed.append(row)
             elif kind == "done":
                 accepted.add(int(row["id"]))
             elif kind == "accepted":  # every accepted completion's id in one row
@@ -382,6 +382,7 @@ class SQLDriver:
             elif kind == "queue":
                 mode, paused = row["mode"], c.flag(row["paused"])
                 waiting = None if row["waiting"] is None else c.flag(row["waiting"])
+        jobs = claimed_jobs(claimed, c)
         jobs.sort(key=lambda j: (j.priority, j.run_at, j.id))
         return Claimed(jobs, accepted, mode, paused, waiting)
 

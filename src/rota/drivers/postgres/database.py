@@ -70,6 +70,9 @@ class PostgresCodec:
     ) -> dict[str, Any]:
         return {f"{name}_{col}": [row[i] for row in rows] for i, col in enumerate(names)}
 
+    def values(self, row: Row) -> Sequence[Any]:
+        return tuple(row.values())  # type: ignore[attr-defined]  # rows are dicts here
+
     def completions(
         self, name: str, names: Sequence[str], rows: Sequence[Sequence[Any]]
     ) -> dict[str, Any]:

@@ -65,6 +65,9 @@ class SQLiteCodec:
     ) -> dict[str, Any]:
         return {name: json.dumps([dict(zip(names, row, strict=True)) for row in rows])}
 
+    def values(self, row: Row) -> Sequence[Any]:
+        return row  # type: ignore[return-value]  # an sqlite3.Row reads by position too
+
     def completions(
         self, name: str, names: Sequence[str], rows: Sequence[Sequence[Any]]
     ) -> dict[str, Any]:
