@@ -4,6 +4,7 @@ change, on both dialects, whether or not the leader has folded them yet."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -204,5 +205,92 @@ def test_completions_of_every_kind_in_one_batch_are_counted_once(
         # Sent again (a retried write after a lost connection): refused, nothing counted twice.
         assert d.job_complete_many(carried) == set()
         assert _kept(app) == _truth(app)
+    finally:
+        app.close()
+
+
+# job_complete_many as rota ran it before migration 0020 (the text of commit 923e8ec): one
+# update for every completion, plain ones included, counted by the per-row trigger then.
+OLDER_COMPLETE = """
+UPDATE rota_jobs
+SET state = c.state,
+    run_at = CASE WHEN c.delay IS NULL THEN rota_jobs.run_at
+                  ELSE (julianday('now') - 2440587.5) * 86400.0 + c.delay END,
+    finished_at = CASE WHEN c.state IN ('completed', 'discarded', 'cancelled')
+                       THEN (julianday('now') - 2440587.5) * 86400.0 END,
+    result = c.result,
+    max_attempts = rota_jobs.max_attempts + c.refund,
+    history = CASE WHEN c.entry IS NULL THEN rota_jobs.history
+                   ELSE json_insert(rota_jobs.history, '$[#]', json_patch(c.entry, json_object(
+                       'attempt', rota_jobs.attempt, 'worker', rota_jobs.worker,
+                       'started_at', rota_jobs.attempted_at,
+                       'finished_at', (julianday('now') - 2440587.5) * 86400.0))) END,
+    lease_token = NULL,
+    lease_expires_at = NULL
+FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.token') AS token,
+             json_extract(value, '$.state') AS state, json_extract(value, '$.delay') AS delay,
+             json_extract(value, '$.result') AS result, json_extract(value, '$.entry') AS entry,
+             json_extract(value, '$.refund') AS refund
+      FROM json_each(:c)) AS c
+WHERE rota_jobs.id = c.id AND rota_jobs.lease_token = c.token
+RETURNING 'done' AS kind, rota_jobs.id, rota_jobs.state, rota_jobs.queue
+"""
+
+
+def test_an_older_workers_completions_stay_counted_after_the_migration(tmp_path: Any) -> None:
+    """On SQLite a worker still running an older rota after `rota migrate` (it checked the
+    schema when it started) completes jobs with its own statement: the trigger on writes
+    of `result` counts them, plain completions included."""
+    app = rota.App(f"sqlite:///{tmp_path / 'upgrade.db'}")
+    app.migrate()
+    d = app.driver
+    try:
+        d.job_insert_many(
+            [JobInsert(task="t", queue="q", args_json="{}", priority=0, max_attempts=1)] * 4
+        )
+        a, b, c, e = claim_now(app, "q", 4, "w1", 30)
+        batch = [
+            {
+                "id": a.id,
+                "token": a.lease_token,
+                "state": "completed",
+                "delay": None,
+                "result": None,
+                "entry": None,
+                "refund": 0,
+            },
+            {
+                "id": b.id,
+                "token": b.lease_token,
+                "state": "completed",
+                "delay": None,
+                "result": '{"ticket": "T-2"}',
+                "entry": None,
+                "refund": 0,
+            },
+            {
+                "id": c.id,
+                "token": c.lease_token,
+                "state": "discarded",
+                "delay": None,
+                "result": None,
+                "entry": '{"outcome": "discarded"}',
+                "refund": 0,
+            },
+            {
+                "id": e.id,
+                "token": "not-its-token",
+                "state": "completed",
+                "delay": None,
+                "result": None,
+                "entry": None,
+                "refund": 0,
+            },
+        ]
+        with d.database.transaction() as conn:
+            written = conn.execute(OLDER_COMPLETE, {"c": json.dumps(batch)}).fetchall()
+        assert sorted(row[1] for row in written) == sorted([a.id, b.id, c.id])
+        assert _kept(app) == _truth(app)
+        assert _kept(app)[("q", "completed")] == 2
     finally:
         app.close()

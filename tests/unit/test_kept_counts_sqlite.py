@@ -3,7 +3,8 @@
 statement that moves a job into or out of a finished state must write finished_at, or the
 counts drift; this checks each one declared with `-- moves:` (tests/unit/test_transitions).
 A job completing from running is the exception (migration 0020): the statement that
-completes it counts it, for the whole batch at once, and the trigger skips it."""
+completes it counts the plain completions, for the whole batch at once, and a second
+trigger, on writes of `result`, counts the others."""
 
 from __future__ import annotations
 

@@ -219,19 +219,16 @@ WHERE queue = :queue
 -- so no state predicate: the rows are found by primary key). `p`: the attempts that
 -- completed with nothing else to write, a JSON object of lease tokens by job id (read as
 -- json_each's key and value: nothing to parse per row); `c`: the rest, a JSON array of
--- objects (SQLiteCodec.completions). The jobs that complete from running are counted
--- here, per queue and worker for the whole batch, before they move (the write lock is
--- held, so the same rows match); the per-row trigger counts every other move (0020).
+-- objects (SQLiteCodec.completions). The plain completions are counted here, per queue
+-- and worker for the whole batch, before they move (the write lock is held, so the same
+-- rows match), and their update writes no `result`, so no trigger runs for them; the
+-- triggers count the rest (migration 0020).
 -- moves: running -> completed, retryable, available, scheduled, discarded, cancelled
 INSERT INTO rota_job_counts (queue, state, worker, n, entered, last_at)
 SELECT j.queue, 'completed', COALESCE(j.worker, ''), count(*), count(*),
        (julianday('now') - 2440587.5) * 86400.0
-FROM (SELECT key AS id, value AS token FROM json_each(:p)
-      UNION ALL
-      SELECT json_extract(value, '$.id'), json_extract(value, '$.token') FROM json_each(:c)
-      WHERE json_extract(value, '$.state') = 'completed') AS d
-CROSS JOIN rota_jobs AS j
-WHERE j.id = d.id AND j.lease_token = d.token
+FROM json_each(:p) AS p CROSS JOIN rota_jobs AS j
+WHERE j.id = p.key AND j.lease_token = p.value
 GROUP BY j.queue, j.worker
 ON CONFLICT (queue, state, worker) DO UPDATE SET
     n = n + excluded.n, entered = entered + excluded.entered,
@@ -244,6 +241,7 @@ SET state = 'completed',
 FROM json_each(:p) AS p
 WHERE rota_jobs.id = p.key AND rota_jobs.lease_token = p.value
 RETURNING 'done' AS kind, rota_jobs.id;
+-- Writes `result`: each job it completes is counted by rota_jobs_completed_row (0020).
 UPDATE rota_jobs
 SET state = c.state,
     run_at = CASE WHEN c.delay IS NULL THEN rota_jobs.run_at ELSE (julianday('now') - 2440587.5) * 86400.0 + c.delay END,
