@@ -294,3 +294,59 @@ def test_an_older_workers_completions_stay_counted_after_the_migration(tmp_path:
         assert _kept(app)[("q", "completed")] == 2
     finally:
         app.close()
+
+
+@pytest.mark.parametrize("stale_first", [True, False], ids=["stale-first", "stale-last"])
+def test_a_stale_and_the_current_completion_of_one_job_in_one_batch(
+    database_url: str, stale_first: bool
+) -> None:
+    """An attempt's completion held back (its write failed) can meet the next attempt's in
+    one batch: the fence takes the one whose lease token the job holds, in either order,
+    and the job is counted once."""
+    app = rota.App(database_url)
+    app.migrate()
+    d = app.driver
+    try:
+        d.job_insert_many(
+            [JobInsert(task="t", queue="q", args_json="{}", priority=0, max_attempts=3)]
+        )
+        (job,) = claim_now(app, "q", 1, "w1", 30)
+        current = Completion(job.id, job.lease_token or "", JobState.COMPLETED, COMPLETED_ENTRY)
+        stale = Completion(job.id, uuid.uuid4().hex, JobState.COMPLETED, COMPLETED_ENTRY)
+        batch = [stale, current] if stale_first else [current, stale]
+        assert d.job_complete_many(batch) == {job.id}
+        assert d.job_get(job.id).state is JobState.COMPLETED  # type: ignore[union-attr]
+        assert _kept(app) == _truth(app) == {("q", "completed"): 1}
+    finally:
+        app.close()
+
+
+def test_a_retried_job_that_returns_nothing_loses_its_earlier_result(database_url: str) -> None:
+    """A completed job retried keeps its result while it waits; when its next run returns
+    nothing (a plain completion), the result is gone, as on every completion that carries
+    none, and the job is counted once."""
+    app = rota.App(database_url)
+    app.migrate()
+    d = app.driver
+    try:
+        d.job_insert_many(
+            [JobInsert(task="t", queue="q", args_json="{}", priority=0, max_attempts=3)]
+        )
+        (job,) = claim_now(app, "q", 1, "w1", 30)
+        first = Completion(
+            job.id,
+            job.lease_token or "",
+            JobState.COMPLETED,
+            COMPLETED_ENTRY,
+            result_json='{"a": 1}',
+        )
+        assert d.job_complete_many([first]) == {job.id}
+        app.retry_job(job.id)
+        (again,) = claim_now(app, "q", 1, "w1", 30)
+        plain = Completion(again.id, again.lease_token or "", JobState.COMPLETED, COMPLETED_ENTRY)
+        assert d.job_complete_many([plain]) == {job.id}
+        final = d.job_get(job.id)
+        assert final is not None and final.state is JobState.COMPLETED and final.result is None
+        assert _kept(app) == _truth(app) == {("q", "completed"): 1}
+    finally:
+        app.close()

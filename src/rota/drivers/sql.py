@@ -330,12 +330,8 @@ class SQLDriver:
 
     def _completion_params(self, completions: Sequence[Completion]) -> dict[str, Any]:
         # Sorted by id: every statement that updates several running jobs locks them in
-        # id order, so a heartbeat and a completion batch never deadlock. One per job (the
-        # last): an UPDATE applies one of several matches anyway, and SQLite's count of the
-        # completed jobs would count each.
-        ordered = sorted(
-            {done.job_id: done for done in completions}.values(), key=lambda done: done.job_id
-        )
+        # id order, so a heartbeat and a completion batch never deadlock.
+        ordered = sorted(completions, key=lambda done: done.job_id)
         return self._database.codec.completions(
             "c",
             _COMPLETION,

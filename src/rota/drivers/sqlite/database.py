@@ -75,10 +75,16 @@ class SQLiteCodec:
         rest: list[dict[str, Any]] = []
         for row in rows:
             values = dict(zip(names, row, strict=True))
-            if values["state"] == "completed" and all(
-                value is None or value is False
-                for column, value in values.items()
-                if column not in _PLAIN_COLUMNS
+            # (A second completion of one job, under another lease token, goes to `rest`:
+            # the fence takes whichever token the job holds.)
+            if (
+                str(values["id"]) not in plain
+                and values["state"] == "completed"
+                and all(
+                    value is None or value is False
+                    for column, value in values.items()
+                    if column not in _PLAIN_COLUMNS
+                )
             ):
                 plain[str(values["id"])] = values["token"]
             else:

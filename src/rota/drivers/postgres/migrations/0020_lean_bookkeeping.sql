@@ -3,7 +3,7 @@
 -- where the oldest job of each priority comes first): a scrape beside a backlog of 1M
 -- jobs read 1M index entries. It now hops from one priority's head to the next (one
 -- index descent each), as the queue list does (queue_oldest). (On SQLite this migration
--- moves the counting of completed jobs from a per-row trigger into job_complete_many;
+-- moves the counting of plain completions from a per-row trigger into job_complete_many;
 -- PostgreSQL counts per statement already.) The signature, SECURITY DEFINER and the
 -- grants stay as they were.
 

@@ -2,7 +2,8 @@
 -- cost a drain about 4.5 us of every job's ~27 inside the write lock (a quarter of rota's
 -- SQL on SQLite). A job that completes from running with nothing to write but its finish
 -- (job_complete_many's `p`: no result, no history entry of its own) is now counted by
--- job_complete_many, once per queue and worker for the whole batch, and runs no trigger.
+-- job_complete_many, once per queue and worker for the whole batch, and no trigger counts
+-- it (the first one's WHEN skips running -> completed; the update writes no `result`).
 -- A completion that writes a result (job_complete_many's `c`, and every completion of an
 -- older rota) is counted per row by rota_jobs_completed_row, on writes of `result`, so a
 -- worker still running an older rota after `rota migrate` keeps the counts right. The

@@ -219,16 +219,16 @@ WHERE queue = :queue
 -- so no state predicate: the rows are found by primary key). `p`: the attempts that
 -- completed with nothing else to write, a JSON object of lease tokens by job id (read as
 -- json_each's key and value: nothing to parse per row); `c`: the rest, a JSON array of
--- objects (SQLiteCodec.completions). The plain completions are counted here, per queue
--- and worker for the whole batch, before they move (the write lock is held, so the same
--- rows match), and their update writes no `result`, so no trigger runs for them; the
--- triggers count the rest (migration 0020).
+-- objects (SQLiteCodec.completions). The plain completions of jobs that hold no result
+-- are counted here, per queue and worker for the whole batch, before they move (the
+-- write lock is held, so the same rows match), and their update writes no `result`, so no
+-- trigger counts them; the triggers count the rest (migration 0020).
 -- moves: running -> completed, retryable, available, scheduled, discarded, cancelled
 INSERT INTO rota_job_counts (queue, state, worker, n, entered, last_at)
 SELECT j.queue, 'completed', COALESCE(j.worker, ''), count(*), count(*),
        (julianday('now') - 2440587.5) * 86400.0
 FROM json_each(:p) AS p CROSS JOIN rota_jobs AS j
-WHERE j.id = p.key AND j.lease_token = p.value
+WHERE j.id = p.key AND j.lease_token = p.value AND j.result IS NULL
 GROUP BY j.queue, j.worker
 ON CONFLICT (queue, state, worker) DO UPDATE SET
     n = n + excluded.n, entered = entered + excluded.entered,
@@ -236,6 +236,17 @@ ON CONFLICT (queue, state, worker) DO UPDATE SET
 UPDATE rota_jobs
 SET state = 'completed',
     finished_at = (julianday('now') - 2440587.5) * 86400.0,
+    lease_token = NULL,
+    lease_expires_at = NULL
+FROM json_each(:p) AS p
+WHERE rota_jobs.id = p.key AND rota_jobs.lease_token = p.value AND rota_jobs.result IS NULL
+RETURNING 'done' AS kind, rota_jobs.id;
+-- A plain completion of a job that still holds an earlier run's result (a completed job
+-- retried): the result goes, and writing it has rota_jobs_completed_row count the job.
+UPDATE rota_jobs
+SET state = 'completed',
+    finished_at = (julianday('now') - 2440587.5) * 86400.0,
+    result = NULL,
     lease_token = NULL,
     lease_expires_at = NULL
 FROM json_each(:p) AS p
