@@ -6,7 +6,7 @@ only its SQL files, its migrations and a class that implements it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
@@ -93,9 +93,16 @@ class Codec(Protocol):
         named `<name>` (read with json_each)."""
         ...
 
-    def values(self, row: Row) -> Sequence[Any]:
-        """A row's values in the order of its `keys()`, for reading the rows of one
-        statement by position."""
+    def positions(self, row: Row) -> dict[str, Any]:
+        """For each column of rows shaped like `row` (one statement's), the key that reads
+        it fastest: its index in an sqlite3.Row (a lookup by name compares the names), its
+        name in PostgreSQL's dict rows."""
+        ...
+
+    def time_decoder(self) -> Callable[[Any], datetime | None]:
+        """`time` for one batch of rows: SQLite decodes each distinct value once (a
+        claim's jobs share their start and lease times, often their enqueue times too);
+        PostgreSQL's are datetimes already."""
         ...
 
     def completions(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -70,8 +70,11 @@ class PostgresCodec:
     ) -> dict[str, Any]:
         return {f"{name}_{col}": [row[i] for row in rows] for i, col in enumerate(names)}
 
-    def values(self, row: Row) -> Sequence[Any]:
-        return tuple(row.values())  # type: ignore[attr-defined]  # rows are dicts here
+    def positions(self, row: Row) -> dict[str, Any]:
+        return {name: name for name in row.keys()}  # noqa: SIM118  # the Row protocol's keys()
+
+    def time_decoder(self) -> Callable[[Any], datetime | None]:
+        return self.time
 
     def completions(
         self, name: str, names: Sequence[str], rows: Sequence[Sequence[Any]]

@@ -10,7 +10,7 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -65,8 +65,20 @@ class SQLiteCodec:
     ) -> dict[str, Any]:
         return {name: json.dumps([dict(zip(names, row, strict=True)) for row in rows])}
 
-    def values(self, row: Row) -> Sequence[Any]:
-        return row  # type: ignore[return-value]  # an sqlite3.Row reads by position too
+    def positions(self, row: Row) -> dict[str, Any]:
+        return {name: i for i, name in enumerate(row.keys())}
+
+    def time_decoder(self) -> Callable[[Any], datetime | None]:
+        decoded: dict[Any, datetime | None] = {None: None}
+
+        def time(value: Any) -> datetime | None:
+            try:
+                return decoded[value]
+            except KeyError:
+                found = decoded[value] = datetime.fromtimestamp(value, UTC)
+                return found
+
+        return time
 
     def completions(
         self, name: str, names: Sequence[str], rows: Sequence[Sequence[Any]]
