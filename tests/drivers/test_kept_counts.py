@@ -296,6 +296,17 @@ def test_an_older_workers_completions_stay_counted_after_the_migration(tmp_path:
         app.close()
 
 
+def _one_running(database_url: str) -> tuple[rota.App, rota.Job]:
+    """A migrated app with one job of queue "q", claimed by worker w1."""
+    app = rota.App(database_url)
+    app.migrate()
+    app.driver.job_insert_many(
+        [JobInsert(task="t", queue="q", args_json="{}", priority=0, max_attempts=3)]
+    )
+    (job,) = claim_now(app, "q", 1, "w1", 30)
+    return app, job
+
+
 @pytest.mark.parametrize("stale_first", [True, False], ids=["stale-first", "stale-last"])
 def test_a_stale_and_the_current_completion_of_one_job_in_one_batch(
     database_url: str, stale_first: bool
@@ -303,14 +314,9 @@ def test_a_stale_and_the_current_completion_of_one_job_in_one_batch(
     """An attempt's completion held back (its write failed) can meet the next attempt's in
     one batch: the fence takes the one whose lease token the job holds, in either order,
     and the job is counted once."""
-    app = rota.App(database_url)
-    app.migrate()
+    app, job = _one_running(database_url)
     d = app.driver
     try:
-        d.job_insert_many(
-            [JobInsert(task="t", queue="q", args_json="{}", priority=0, max_attempts=3)]
-        )
-        (job,) = claim_now(app, "q", 1, "w1", 30)
         current = Completion(job.id, job.lease_token or "", JobState.COMPLETED, COMPLETED_ENTRY)
         stale = Completion(job.id, uuid.uuid4().hex, JobState.COMPLETED, COMPLETED_ENTRY)
         batch = [stale, current] if stale_first else [current, stale]
@@ -325,14 +331,9 @@ def test_a_retried_job_that_returns_nothing_loses_its_earlier_result(database_ur
     """A completed job retried keeps its result while it waits; when its next run returns
     nothing (a plain completion), the result is gone, as on every completion that carries
     none, and the job is counted once."""
-    app = rota.App(database_url)
-    app.migrate()
+    app, job = _one_running(database_url)
     d = app.driver
     try:
-        d.job_insert_many(
-            [JobInsert(task="t", queue="q", args_json="{}", priority=0, max_attempts=3)]
-        )
-        (job,) = claim_now(app, "q", 1, "w1", 30)
         first = Completion(
             job.id,
             job.lease_token or "",
