@@ -75,7 +75,7 @@ class SQLiteCodec:
             try:
                 return decoded[value]
             except KeyError:
-                found = decoded[value] = datetime.fromtimestamp(value, UTC)
+                found = decoded[value] = self.time(value)
                 return found
 
         return time
