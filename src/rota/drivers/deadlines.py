@@ -4,11 +4,10 @@ from the job lease, so that a cut link costs a worker seconds, never a slot (#21
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -138,15 +137,22 @@ def current_deadline() -> DeadlineFunc | None:
     return _deadline.get()
 
 
-@contextlib.contextmanager
-def call_deadline(deadline: DeadlineFunc) -> Iterator[None]:
+class call_deadline:  # used as a function: `with call_deadline(...):`
     """Database calls made in the block (and in threads started from its context, such
-    as a sync task's) have `deadline`; `lambda: None` lifts it (a long migration)."""
-    token = _deadline.set(deadline)
-    try:
-        yield
-    finally:
-        _deadline.reset(token)
+    as a sync task's) have `deadline`; `lambda: None` lifts it (a long migration). A
+    class, not a generator: it is entered for every job a worker runs (1.5 -> 0.5 us)."""
+
+    __slots__ = ("_deadline", "_token")
+    _token: contextvars.Token[DeadlineFunc | None]
+
+    def __init__(self, deadline: DeadlineFunc) -> None:
+        self._deadline = deadline
+
+    def __enter__(self) -> None:
+        self._token = _deadline.set(self._deadline)
+
+    def __exit__(self, *exc: object) -> None:
+        _deadline.reset(self._token)
 
 
 def run_with_deadline(seconds: float, func: Callable[..., T], *args: Any) -> T:

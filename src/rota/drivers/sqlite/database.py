@@ -19,6 +19,7 @@ from rota.drivers.adapters import plain_connection
 from rota.drivers.database import Params, Row
 from rota.drivers.url import DatabaseURL
 from rota.errors import ConfigurationError, DatabaseUnavailableError, SchemaError
+from rota.payload import loads
 
 QUERIES = queries.load("sqlite")
 # Each named query as its statements: one, or a script's (run in order, one transaction).
@@ -52,7 +53,7 @@ class SQLiteCodec:
         return value.timestamp()
 
     def json(self, value: Any) -> Any:
-        return json.loads(value) if isinstance(value, str | bytes) else value
+        return loads(value) if isinstance(value, str | bytes) else value
 
     def flag(self, value: Any) -> bool:
         return bool(value)
