@@ -227,6 +227,17 @@ class ArgsModel:
 
     def dump(self, task_name: str, args: dict[str, Any]) -> dict[str, Any]:
         """Validate `args` and return their JSON form (what is stored)."""
+        kinds = self._as_stored
+        if kinds is not None and self._required <= args.keys():
+            # Scalars where the signature takes them are their own JSON form: a sixth of
+            # the time of pydantic's round for one int.
+            for name, value in args.items():
+                kind = kinds.get(name, _UNKNOWN)
+                if type(value) is not kind and (kind is not _ANY or type(value) not in _SCALARS):
+                    break
+            else:
+                defaults = self._defaults
+                return {name: args[name] if name in args else defaults[name] for name in self.names}
         try:
             return self._to_json_values(self._validate(args))  # type: ignore[no-any-return]
         except pydantic.ValidationError as exc:
@@ -261,20 +272,21 @@ class ArgsModel:
 
 # The annotations whose stored JSON value, of exactly this type, is what pydantic would
 # return for it; _ANY takes every JSON value as it is (a parameter without annotation).
-_EXACT = frozenset({int, str, bool})
+_EXACT = frozenset({int, str, bool, float})
 _ANY: Any = object()
 _UNKNOWN: Any = object()
 _IMMUTABLE = (int, str, bool, float, type(None))
+_SCALARS = frozenset({int, str, bool, float, type(None)})  # their own JSON form
 
 
 def _as_stored(
     fields: dict[str, tuple[Any, Any]],
 ) -> tuple[dict[str, Any] | None, dict[str, Any], frozenset[str]]:
-    """For a task whose parameters are all ints, strings, booleans or unannotated: the
-    type each stored value must have to be passed on without pydantic, the defaults and
-    the required names. (None, ...) for any other task: pydantic reads every call.
-    Floats are left to pydantic (it turns a stored 1 into 1.0), and so are mutable
-    defaults (pydantic copies them for each call)."""
+    """For a task whose parameters are all ints, strings, booleans, floats or
+    unannotated: the type each value must have to be passed on without pydantic (exactly:
+    pydantic turns True into 1 for an int and 1 into 1.0 for a float), the defaults and
+    the required names. (None, ...) for any other task, and for mutable defaults (pydantic
+    copies them for each call): pydantic reads every call."""
     kinds: dict[str, Any] = {}
     defaults: dict[str, Any] = {}
     for name, (annotation, default) in fields.items():

@@ -101,7 +101,11 @@ class Executor:
         self._finished_lock = threading.Lock()
         self._wake_pending = False
 
-    async def run(self, job: Job, ctx: Context) -> Execution:
+    async def run(
+        self, job: Job, ctx: Context, runner: asyncio.Task[Any] | None = None
+    ) -> Execution:
+        """Run `job` in the asyncio task `runner` (the current one, if not given: a worker
+        that knows it saves looking it up for every job)."""
         token = job.lease_token or ""
         try:
             task = self.app.get_task(job.task)
@@ -130,7 +134,7 @@ class Executor:
         straggler: concurrent.futures.Future[Any] | None = None
         try:
             if task.is_async:
-                result = await self._call_async(task, ctx, kwargs)
+                result = await self._call_async(task, ctx, kwargs, runner)
             else:
                 result, straggler = await self._call_sync(task, ctx, kwargs)
         except asyncio.CancelledError:
@@ -181,9 +185,15 @@ class Executor:
 
     # --- calling the function -----------------------------------------------------------
 
-    async def _call_async(self, task: Task[Any, Any], ctx: Context, kwargs: dict[str, Any]) -> Any:
+    async def _call_async(
+        self,
+        task: Task[Any, Any],
+        ctx: Context,
+        kwargs: dict[str, Any],
+        runner: asyncio.Task[Any] | None,
+    ) -> Any:
         coro = task.func(ctx, **kwargs) if task.takes_context else task.func(**kwargs)
-        current = asyncio.current_task()
+        current = runner or asyncio.current_task()
         if current is not None:
             # request_cancel runs on the loop, so the task can be cancelled directly.
             ctx.on_cancel(current.cancel)

@@ -512,7 +512,7 @@ class Worker:
             # local lease deadline: past it, the database may have given the job away.
             assert ctx.lease_deadline is not None
             with call_deadline(ctx.lease_deadline):
-                execution = await self.executor.run(job, ctx)
+                execution = await self.executor.run(job, ctx, self._running[job.id][0])
             straggler = execution.straggler
             if self.progress.pending(job.id):
                 # The last value goes out before the completion; after it the fence refuses.

@@ -86,22 +86,21 @@ class SQLiteCodec:
     ) -> dict[str, Any]:
         plain: dict[str, Any] = {}
         rest: list[dict[str, Any]] = []
+        at_id, at_token, at_state = names.index("id"), names.index("token"), names.index("state")
+        others = [i for i, column in enumerate(names) if column not in _PLAIN_COLUMNS]
         for row in rows:
-            values = dict(zip(names, row, strict=True))
+            job_id = str(row[at_id])
             # (A second completion of one job, under another lease token, goes to `rest`:
             # the fence takes whichever token the job holds.)
-            if (
-                str(values["id"]) not in plain
-                and values["state"] == "completed"
-                and all(
-                    value is None or value is False
-                    for column, value in values.items()
-                    if column not in _PLAIN_COLUMNS
-                )
-            ):
-                plain[str(values["id"])] = values["token"]
-            else:
-                rest.append(values)
+            if row[at_state] == "completed" and job_id not in plain:
+                for i in others:
+                    value = row[i]
+                    if value is not None and value is not False:
+                        break
+                else:
+                    plain[job_id] = row[at_token]
+                    continue
+            rest.append(dict(zip(names, row, strict=True)))
         return {_PLAIN_PARAM: json.dumps(plain), name: json.dumps(rest)}
 
     def row(self, name: str, names: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
