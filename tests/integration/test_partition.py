@@ -308,7 +308,7 @@ def test_3_a_job_claimed_longer_ago_than_its_lease_is_not_started(part: Partitio
             assert job is not None
             fetcher.free -= 1
             fetcher.claim_sent = time.monotonic() - LEASE
-            worker._start_job(job, fetcher)
+            worker._start_jobs([job], fetcher)
             assert job.id not in {j for j in worker._running}
             assert worker.heartbeater.lease_lost == 1 and fetcher.free == 4
         finally:

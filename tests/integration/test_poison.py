@@ -304,8 +304,8 @@ def test_a_completion_the_database_refuses_is_recorded_as_a_failed_attempt(
     worker = rota.Worker(app, fast_settings(queues={"default": 6}))
     run = worker.executor.run
 
-    async def corrupting(job: rota.Job, ctx: rota.Context) -> Any:
-        execution = await run(job, ctx)
+    async def corrupting(job: rota.Job, ctx: rota.Context, *runner: Any) -> Any:
+        execution = await run(job, ctx, *runner)
         if job.id == victim and job.attempt == 1 and execution.completion is not None:
             execution.completion = dataclasses.replace(
                 execution.completion, entry_json='{"outcome": "completed", broken'

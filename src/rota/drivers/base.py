@@ -92,6 +92,17 @@ class Completion:
     # Snooze and graceful shutdown give the attempt back instead of spending it.
     refund_attempt: bool = False
 
+    @classmethod
+    def completed(cls, job_id: int, lease_token: str, result_json: str | None) -> Completion:
+        """The completion of an attempt that returned (`result_json`: what it returned),
+        made for every such attempt: built as Job.restore builds a job, without the frozen
+        dataclass's `__init__` (1.5 -> 0.6 us)."""
+        return restored(
+            cls,
+            _COMPLETED,
+            {"job_id": job_id, "lease_token": lease_token, "result_json": result_json},
+        )
+
 
 # The history entry of an attempt that completed and has nothing more to say. The stores
 # do not write it: the job's own attempt, worker, attempted_at and finished_at hold all of
@@ -99,6 +110,13 @@ class Completion:
 # reader puts it back (rows.job_from_row; the SQL that reads history, and job_retry, which
 # stores it before a completed job runs again), so the history reads as before.
 COMPLETED_ENTRY = '{"outcome": "completed"}'
+# The fields every Completion.completed() shares.
+_COMPLETED: dict[str, Any] = {
+    "state": JobState.COMPLETED,
+    "entry_json": COMPLETED_ENTRY,
+    "delay": None,
+    "refund_attempt": False,
+}
 
 
 # The queue modes the claim statements know (a queue's stored configuration decides which):

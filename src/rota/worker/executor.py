@@ -19,7 +19,7 @@ from typing import Any
 
 from rota.app import App
 from rota.context import Context
-from rota.drivers.base import COMPLETED_ENTRY, Completion
+from rota.drivers.base import Completion
 from rota.errors import (
     ArgumentsError,
     ConfigurationError,
@@ -169,10 +169,7 @@ class Executor:
             # The same result will fail the same way on every attempt: dead-letter it now.
             entry = _entry(Outcome.DISCARDED, exc)
             return Execution(Completion(job.id, token, JobState.DISCARDED, entry), straggler, exc)
-        completion = Completion(
-            job.id, token, JobState.COMPLETED, COMPLETED_ENTRY, result_json=result_json
-        )
-        return Execution(completion, straggler)
+        return Execution(Completion.completed(job.id, token, result_json), straggler)
 
     def _open(self, args: dict[str, Any]) -> dict[str, Any]:
         sealer = self.app.sealer

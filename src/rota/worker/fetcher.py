@@ -46,7 +46,7 @@ class Fetcher:
         worker_id: str,
         lease: float,
         poll_interval: float,
-        start: Callable[[Job, Fetcher], None],
+        start: Callable[[list[Job], Fetcher], None],
         completer: Completer,
         claims: Mapping[str, str],
         capabilities: tuple[str, ...] = (),
@@ -182,9 +182,8 @@ class Fetcher:
                 self.limited = bool(waiting) and len(jobs) < limit
                 if jobs:
                     self._limited_wait = LIMITED_RETRY
-                for job in jobs:
-                    self.free -= 1
-                    self.start(job, self)
+                    self.free -= len(jobs)
+                    self.start(jobs, self)
                 if not self._more or self.limited:
                     break
                 # Let finished jobs hand back their slots so the next claim is a real batch.

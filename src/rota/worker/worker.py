@@ -333,7 +333,7 @@ class Worker:
                 worker_id=self.id,
                 lease=self.settings.lease,
                 poll_interval=poll,
-                start=self._start_job,
+                start=self._start_jobs,
                 completer=self.completer,
                 claims=claims,
                 capabilities=tuple(sorted(self.settings.capabilities)),
@@ -474,33 +474,38 @@ class Worker:
             guarding = len(beater.leases) or self.calls.in_flight or beater.failures
             tick = GUARD_TICK if guarding or self.cut_off else GUARD_IDLE_TICK
 
-    def _start_job(self, job: Job, fetcher: Fetcher) -> None:
-        if self.heartbeater.leases.late(fetcher.claim_sent):
-            # The claim's answer came so late that the lease it set may already have run
-            # out in the database: never start such a job (it will be rescued and run again).
-            log.error(
-                "LeaseLost: job %s was claimed %.1fs ago (lease %gs): not starting it",
-                job.id,
-                time.monotonic() - fetcher.claim_sent,
-                self.settings.lease,
-            )
-            self.heartbeater.lease_lost += 1
-            self.heartbeater.last_lease_lost = time.monotonic()
-            fetcher.release()
+    def _start_jobs(self, jobs: list[Job], fetcher: Fetcher) -> None:
+        """Start the jobs one claim returned, each in its own asyncio task."""
+        beater = self.heartbeater
+        sent = fetcher.claim_sent
+        if beater.leases.late(sent):
+            # The claim's answer came so late that the leases it set may already have run
+            # out in the database: never start such jobs (they will be rescued and run again).
+            for job in jobs:
+                log.error(
+                    "LeaseLost: job %s was claimed %.1fs ago (lease %gs): not starting it",
+                    job.id,
+                    time.monotonic() - sent,
+                    self.settings.lease,
+                )
+                beater.lease_lost += 1
+                beater.last_lease_lost = time.monotonic()
+                fetcher.release()
             return
-        ctx = Context(
-            job,
-            worker_id=self.id,
-            driver=self.driver,
-            nudge=self.heartbeater.nudge,
-            progress=self.progress.report,
-        )
-        if self._stop.is_set():
-            ctx.draining = True
-        self.heartbeater.track(job.id, job.lease_token or "", ctx, fetcher.claim_sent)
-        ctx.lease_deadline = functools.partial(_deadline_of, self.heartbeater, job.id)
-        task = asyncio.create_task(self._run_job(job, ctx, fetcher))
-        self._running[job.id] = (task, ctx)
+        draining = self._stop.is_set()
+        for job in jobs:
+            ctx = Context(
+                job,
+                worker_id=self.id,
+                driver=self.driver,
+                nudge=beater.nudge,
+                progress=self.progress.report,
+            )
+            ctx.draining = draining
+            beater.track(job.id, job.lease_token or "", ctx, sent)
+            ctx.lease_deadline = functools.partial(_deadline_of, beater, job.id)
+            task = asyncio.create_task(self._run_job(job, ctx, fetcher))
+            self._running[job.id] = (task, ctx)
         self._idle.clear()
 
     async def _run_job(self, job: Job, ctx: Context, fetcher: Fetcher) -> None:
