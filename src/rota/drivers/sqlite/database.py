@@ -29,6 +29,10 @@ SCRIPTS = {name: queries.statements_of(text) for name, text in QUERIES.items()}
 # A plain completion (Codec.completions) carries only these; it goes in the parameter `p`.
 _PLAIN_COLUMNS = ("id", "token", "state")
 _PLAIN_PARAM = "p"
+# Waiting for another process's write lock: the first try again after WRITE_WAIT_FIRST,
+# then doubling up to WRITE_WAIT_STEP (a try is a few system calls while the lock is held).
+WRITE_WAIT_FIRST = 0.0002
+WRITE_WAIT_STEP = 0.001
 
 
 class SQLiteCodec:
@@ -275,7 +279,7 @@ class SQLiteDatabase:
         with self._write_lock, self._pooled() as own:
             self._writer = threading.get_ident()
             try:
-                own.execute("BEGIN IMMEDIATE")
+                self._begin_immediate(own)
                 cursor = own.cursor()
                 yield SQLiteSession(cursor)
                 cursor.close()  # finish any unread RETURNING rows before COMMIT
@@ -290,6 +294,34 @@ class SQLiteDatabase:
                 raise
             finally:
                 self._writer = None
+
+    def _begin_immediate(self, conn: sqlite3.Connection) -> None:
+        """Take the write lock. Another process holding it is waited for in steps of at
+        most WRITE_WAIT_STEP, up to the busy timeout: SQLite's own busy handler sleeps 1,
+        2, 5, 10, 15, 20, 25 ... 100 ms between tries, and two worker processes passing
+        the lock back and forth lost much of each wait to the last of those sleeps. (The
+        connection's busy timeout is lifted for the tries and put back: its other
+        statements keep SQLite's handler.)"""
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            deadline = None
+            pause = WRITE_WAIT_FIRST
+            while True:
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    return
+                except sqlite3.OperationalError as exc:
+                    if not _busy(exc):
+                        raise
+                    now = time.monotonic()
+                    if deadline is None:
+                        deadline = now + self.busy_ms / 1000
+                    if now >= deadline:
+                        raise
+                time.sleep(min(pause, deadline - now))
+                pause = min(pause * 2, WRITE_WAIT_STEP)
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {self.busy_ms}")
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[SQLiteSession]:
@@ -325,6 +357,12 @@ class SQLiteDatabase:
                 with contextlib.suppress(sqlite3.Error):
                     conn.close()
             self._all.clear()
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    """Another connection holds the lock (SQLITE_BUSY: "database is locked")."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return (code is not None and code & 0xFF == sqlite3.SQLITE_BUSY) or "locked" in str(exc)
 
 
 def translate(exc: sqlite3.OperationalError) -> Exception:
