@@ -167,7 +167,7 @@ LIMIT :limit
 DELETE FROM rota_jobs
 WHERE id IN (SELECT job_id FROM rota_batch_jobs
              WHERE batch_id IN (SELECT value FROM json_each(:ids)))
-  AND state IN ('completed', 'discarded', 'cancelled')
+  AND (state = 'completed' OR state = 'discarded' OR state = 'cancelled')
 
 -- name: batch_delete
 -- Delete batches (their items and job links go with them).

@@ -69,7 +69,7 @@ DELETE FROM rota_job_marks;
 DELETE FROM rota_job_flow;
 INSERT INTO rota_job_counts (queue, state, worker, n, entered, last_at)
 SELECT queue, state, COALESCE(worker, ''), count(*), count(*), max(finished_at) FROM rota_jobs
-WHERE state IN ('completed', 'discarded', 'cancelled') GROUP BY queue, state, 3;
+WHERE (state = 'completed' OR state = 'discarded' OR state = 'cancelled') GROUP BY queue, state, 3;
 INSERT INTO rota_job_marks (queue, state, worker, entered)
 SELECT queue, state, worker, entered FROM rota_job_counts;
 INSERT INTO rota_job_marks (queue, state, worker, entered)
@@ -79,7 +79,7 @@ SELECT CAST(created_at / 60 AS INTEGER) * 60 AS m, queue, 'enqueued', count(*) F
 WHERE created_at >= (julianday('now') - 2440587.5) * 86400.0 - 86400 GROUP BY m, queue;
 INSERT INTO rota_job_flow (minute, queue, kind, n)
 SELECT CAST(finished_at / 60 AS INTEGER) * 60 AS m, queue, state, count(*) FROM rota_jobs
-WHERE state IN ('completed', 'discarded', 'cancelled')
+WHERE (state = 'completed' OR state = 'discarded' OR state = 'cancelled')
   AND finished_at >= (julianday('now') - 2440587.5) * 86400.0 - 86400
 GROUP BY m, queue, state
 

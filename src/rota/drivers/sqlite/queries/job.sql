@@ -154,7 +154,7 @@ WHERE id IN (
       AND (j.partition_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM rota_jobs AS b
           WHERE b.queue = j.queue AND b.partition_key = j.partition_key AND b.id < j.id
-            AND b.state IN ('scheduled', 'available', 'running', 'retryable', 'discarded')))
+            AND (b.state = 'scheduled' OR b.state = 'available' OR b.state = 'running' OR b.state = 'retryable' OR b.state = 'discarded')))
     ORDER BY priority, run_at, id
     LIMIT :limit
 )
@@ -187,7 +187,7 @@ WHERE id IN (
       AND (j.partition_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM rota_jobs AS b
           WHERE b.queue = j.queue AND b.partition_key = j.partition_key AND b.id < j.id
-            AND b.state IN ('scheduled', 'available', 'running', 'retryable', 'discarded')))
+            AND (b.state = 'scheduled' OR b.state = 'available' OR b.state = 'running' OR b.state = 'retryable' OR b.state = 'discarded')))
     ORDER BY priority, run_at, id
     LIMIT COALESCE((
         SELECT MAX(0, MIN(
@@ -256,7 +256,7 @@ RETURNING 'done' AS kind, rota_jobs.id;
 UPDATE rota_jobs
 SET state = c.state,
     run_at = CASE WHEN c.delay IS NULL THEN rota_jobs.run_at ELSE (julianday('now') - 2440587.5) * 86400.0 + c.delay END,
-    finished_at = CASE WHEN c.state IN ('completed', 'discarded', 'cancelled') THEN (julianday('now') - 2440587.5) * 86400.0 END,
+    finished_at = CASE WHEN (c.state = 'completed' OR c.state = 'discarded' OR c.state = 'cancelled') THEN (julianday('now') - 2440587.5) * 86400.0 END,
     result = c.result,
     max_attempts = rota_jobs.max_attempts + c.refund,
     -- A NULL entry is implied, not written (COMPLETED_ENTRY in rota.drivers.base).
@@ -315,7 +315,7 @@ SET state = 'running',
     lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :lease
 WHERE id = :id
   AND (state = 'available'
-       OR (state IN ('scheduled', 'retryable')
+       OR ((state = 'scheduled' OR state = 'retryable')
            AND run_at <= (julianday('now') - 2440587.5) * 86400.0))
 RETURNING *
 
@@ -353,7 +353,7 @@ UPDATE rota_jobs SET state = 'available',
     run_at = MIN(run_at, (julianday('now') - 2440587.5) * 86400.0)
 WHERE id IN (
     SELECT id FROM rota_jobs
-    WHERE state IN ('scheduled', 'retryable')
+    WHERE (state = 'scheduled' OR state = 'retryable')
       AND run_at <= (julianday('now') - 2440587.5) * 86400.0 + :horizon
     ORDER BY run_at
     LIMIT :limit
@@ -364,7 +364,7 @@ RETURNING queue, 1 AS n
 -- Seconds until the earliest scheduled or retryable job is due (negative: overdue; NULL:
 -- none waits). The stager rests until then where it hears of every commit.
 SELECT min(run_at) - (julianday('now') - 2440587.5) * 86400.0 AS due_in
-FROM rota_jobs WHERE state IN ('scheduled', 'retryable')
+FROM rota_jobs WHERE (state = 'scheduled' OR state = 'retryable')
 
 -- name: job_get
 -- One job by id.
@@ -417,7 +417,7 @@ RETURNING *
 -- from rota_jobs_finished_state_idx (state, finished_at); a batch keeps the write lock short.
 DELETE FROM rota_jobs WHERE id IN (
     SELECT id FROM rota_jobs
-    WHERE state IN ('completed', 'discarded', 'cancelled') AND state = :state
+    WHERE (state = 'completed' OR state = 'discarded' OR state = 'cancelled') AND state = :state
       AND finished_at < (julianday('now') - 2440587.5) * 86400.0 - :age
     ORDER BY finished_at
     LIMIT :limit
@@ -428,7 +428,7 @@ DELETE FROM rota_jobs WHERE id IN (
 -- no waiting job has one). The expirer rests until then where it hears of every commit.
 SELECT min(expires_at) - (julianday('now') - 2440587.5) * 86400.0 AS due_in
 FROM rota_jobs
-WHERE expires_at IS NOT NULL AND state IN ('scheduled', 'available', 'retryable')
+WHERE expires_at IS NOT NULL AND (state = 'scheduled' OR state = 'available' OR state = 'retryable')
 
 -- name: job_expire_due
 -- Dead-letter waiting jobs whose start deadline passed (reason `expired`).
@@ -445,7 +445,7 @@ SET state = 'discarded',
 WHERE id IN (
     SELECT id FROM rota_jobs
     WHERE expires_at <= (julianday('now') - 2440587.5) * 86400.0
-      AND state IN ('scheduled', 'available', 'retryable')
+      AND (state = 'scheduled' OR state = 'available' OR state = 'retryable')
     ORDER BY expires_at
     LIMIT :limit
 )

@@ -2,13 +2,13 @@
 -- Jobs per queue and state: the finished ones as the triggers of 0019 keep them, the
 -- waiting and running ones counted from their own indexes (as many as the backlog).
 SELECT queue, state, sum(n) AS n FROM rota_job_counts
-WHERE state IN ('completed', 'discarded', 'cancelled') GROUP BY queue, state HAVING sum(n) <> 0
+WHERE (state = 'completed' OR state = 'discarded' OR state = 'cancelled') GROUP BY queue, state HAVING sum(n) <> 0
 UNION ALL
 SELECT queue, 'available', count(*) FROM rota_jobs WHERE state = 'available' GROUP BY queue
 UNION ALL
 SELECT queue, 'running', count(*) FROM rota_jobs WHERE state = 'running' GROUP BY queue
 UNION ALL
-SELECT queue, state, count(*) FROM rota_jobs WHERE state IN ('scheduled', 'retryable')
+SELECT queue, state, count(*) FROM rota_jobs WHERE (state = 'scheduled' OR state = 'retryable')
 GROUP BY queue, state
 
 -- name: queue_oldest
@@ -52,13 +52,13 @@ SELECT
     CASE WHEN EXISTS (SELECT 1 FROM rota_queues AS q WHERE q.name = :queue AND q.paused) THEN 0
          ELSE (SELECT count(*) FROM rota_jobs WHERE queue = :queue AND state = 'available')
             + (SELECT count(*) FROM rota_jobs, n
-               WHERE queue = :queue AND state IN ('scheduled', 'retryable') AND run_at <= n.now)
+               WHERE queue = :queue AND (state = 'scheduled' OR state = 'retryable') AND run_at <= n.now)
     END AS backlog,
     (SELECT count(*) FROM rota_jobs WHERE queue = :queue AND state = 'running') AS running,
     COALESCE(n.now - (SELECT min(run_at) FROM rota_jobs
                       WHERE queue = :queue
                         AND (state = 'available'
-                             OR (state IN ('scheduled', 'retryable') AND run_at <= n.now))),
+                             OR ((state = 'scheduled' OR state = 'retryable') AND run_at <= n.now))),
              0.0) AS oldest_age_s
 FROM n
 
@@ -76,7 +76,7 @@ SELECT CASE WHEN EXISTS (SELECT 1 FROM rota_queues AS q WHERE q.name = :queue AN
             ELSE (SELECT count(*) FROM rota_jobs
                   WHERE queue = :queue
                     AND (state = 'available'
-                         OR (state IN ('scheduled', 'retryable')
+                         OR ((state = 'scheduled' OR state = 'retryable')
                              AND run_at <= (julianday('now') - 2440587.5) * 86400.0)))
        END
 
@@ -87,7 +87,7 @@ SELECT CASE WHEN EXISTS (SELECT 1 FROM rota_queues AS q WHERE q.name = :queue AN
             ELSE (SELECT count(*) FROM rota_jobs
                   WHERE queue = :queue
                     AND (state = 'available'
-                         OR (state IN ('scheduled', 'retryable')
+                         OR ((state = 'scheduled' OR state = 'retryable')
                              AND run_at <= (julianday('now') - 2440587.5) * 86400.0)))
        END
        + (SELECT count(*) FROM rota_jobs WHERE queue = :queue AND state = 'running')
@@ -119,7 +119,7 @@ RETURNING name, paused, global_limit, rate_limit, rate_period, updated_at, NULL 
 SELECT d.queue, d.partition_key, min(d.id) AS dead_job_id, count(*) AS dead,
        (SELECT count(*) FROM rota_jobs AS w
         WHERE w.queue = d.queue AND w.partition_key = d.partition_key
-          AND w.state IN ('scheduled', 'available', 'retryable')) AS waiting,
+          AND (w.state = 'scheduled' OR w.state = 'available' OR w.state = 'retryable')) AS waiting,
        min(d.finished_at) AS since
 FROM rota_jobs AS d
 WHERE d.state = 'discarded' AND d.partition_key IS NOT NULL

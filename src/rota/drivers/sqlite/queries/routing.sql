@@ -29,7 +29,7 @@ ORDER BY id
 SELECT j.queue, j.requires, count(*) AS waiting, min(j.id) AS oldest_job_id,
        min(j.created_at) AS oldest_created_at
 FROM rota_jobs AS j
-WHERE j.requires IS NOT NULL AND j.state IN ('scheduled', 'available', 'retryable')
+WHERE j.requires IS NOT NULL AND (j.state = 'scheduled' OR j.state = 'available' OR j.state = 'retryable')
   AND (:queue IS NULL OR j.queue = :queue)
   AND NOT EXISTS (
       SELECT 1 FROM rota_workers AS w

@@ -156,7 +156,9 @@ SELECT EXISTS (
 UPDATE rota_schedules
 SET last_successful_time = x.finished
 FROM (SELECT r.schedule_id, MAX(j.finished_at) AS finished
-      FROM rota_schedule_runs r JOIN rota_jobs j ON j.id = r.job_id
+      -- CROSS JOIN keeps the runs outside: `state = 'completed'` alone would let SQLite
+      -- walk every completed job in rota_jobs_finished_state_idx (its OR predicate, 0021).
+      FROM rota_schedule_runs r CROSS JOIN rota_jobs j ON j.id = r.job_id
       WHERE j.state = 'completed'
       GROUP BY r.schedule_id) AS x
 WHERE rota_schedules.id = x.schedule_id

@@ -29,7 +29,7 @@ WHERE id IN (
           AND (j.partition_key IS NULL OR NOT EXISTS (
               SELECT 1 FROM rota_jobs AS b
               WHERE b.queue = j.queue AND b.partition_key = j.partition_key AND b.id < j.id
-                AND b.state IN ('scheduled', 'available', 'running', 'retryable', 'discarded')))
+                AND (b.state = 'scheduled' OR b.state = 'available' OR b.state = 'running' OR b.state = 'retryable' OR b.state = 'discarded')))
     ) AS c
     LEFT JOIN (SELECT tenant, count(*) AS n FROM rota_jobs WHERE state = 'running'
                GROUP BY tenant) AS r ON r.tenant IS c.tenant
@@ -90,7 +90,7 @@ WITH live AS (
     SELECT tenant, 0, 1 FROM rota_jobs WHERE state = 'available' AND tenant IS NOT NULL
     UNION ALL
     SELECT tenant, 0, 1 FROM rota_jobs
-    WHERE state IN ('scheduled', 'retryable') AND tenant IS NOT NULL
+    WHERE (state = 'scheduled' OR state = 'retryable') AND tenant IS NOT NULL
 ),
 counts AS (
     SELECT tenant, sum(running) AS running, sum(waiting) AS waiting FROM live

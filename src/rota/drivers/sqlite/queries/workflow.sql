@@ -128,7 +128,7 @@ SET state = 'available',
     finished_at = NULL,
     cancel_requested = 0,
     max_attempts = attempt + :budget
-WHERE id = :id AND state IN ('discarded', 'cancelled')
+WHERE id = :id AND (state = 'discarded' OR state = 'cancelled')
 RETURNING id
 
 -- name: workflow_tick_of_job
