@@ -67,23 +67,27 @@ def fast_only(a, b: str, c: bool = False, d: int = 3):  # type: ignore[no-untype
     """All parameters of kinds the fast path passes on."""
 
 
-def pydantic_load(func: Any, stored: dict[str, Any]) -> tuple[str, Any]:
-    """What pydantic alone makes of `stored` (the model ArgsModel builds, without its
-    fast path)."""
+def reference_model(func: Any) -> type[pydantic.BaseModel]:
+    """The model ArgsModel builds for `func`, built here by pydantic alone (no fast path)."""
     fields: dict[str, Any] = {}
     for name, param in inspect.signature(func, eval_str=True).parameters.items():
         annotation = param.annotation
         if annotation is param.empty:
             annotation = pydantic.JsonValue
         fields[name] = (annotation, ... if param.default is param.empty else param.default)
-    model = pydantic.create_model(
+    return pydantic.create_model(
         "expected", __config__=pydantic.ConfigDict(extra="forbid"), **fields
     )
+
+
+def pydantic_load(func: Any, stored: dict[str, Any]) -> tuple[str, Any]:
+    """What pydantic alone makes of `stored`."""
+    model = reference_model(func)
     try:
         made = model.model_validate(stored)
     except pydantic.ValidationError:
         return "ArgumentsError", None
-    return "value", {name: getattr(made, name) for name in fields}
+    return "value", {name: getattr(made, name) for name in model.model_fields}
 
 
 STORED = st.dictionaries(
@@ -133,17 +137,8 @@ def floaty(a, b: float = 1.5, c=float("inf")):  # type: ignore[no-untyped-def]
 
 def pydantic_dump(func: Any, args: dict[str, Any]) -> tuple[str, Any]:
     """What pydantic alone stores for `args`."""
-    fields: dict[str, Any] = {}
-    for name, param in inspect.signature(func, eval_str=True).parameters.items():
-        annotation = param.annotation
-        if annotation is param.empty:
-            annotation = pydantic.JsonValue
-        fields[name] = (annotation, ... if param.default is param.empty else param.default)
-    model = pydantic.create_model(
-        "expected", __config__=pydantic.ConfigDict(extra="forbid"), **fields
-    )
     try:
-        made = model.model_validate(args)
+        made = reference_model(func).model_validate(args)
     except pydantic.ValidationError:
         return "ArgumentsError", None
     return "value", made.model_dump(mode="json")
