@@ -14,6 +14,7 @@ from rota.drivers.sql import SQLDriver
 from rota.drivers.sqlite.copy import SQLiteCopyStore
 from rota.drivers.sqlite.database import SQLiteDatabase
 from rota.drivers.sqlite.presence import SQLitePresence
+from rota.drivers.sqlite.schema_edits import EDITS
 from rota.drivers.sqlite.watch import DataVersionNotifier
 from rota.drivers.url import DatabaseURL
 from rota.errors import (
@@ -69,6 +70,8 @@ class SQLiteDriver(SQLDriver):
                     continue
                 for statement in _statements(sql):
                     conn.execute(statement)
+                if version in EDITS:
+                    EDITS[version](conn)
                 conn.execute(_Q["schema_record"], {"version": version, "name": name})
                 applied.append(version)
         return applied
