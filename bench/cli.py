@@ -74,6 +74,19 @@ class WorkerCommand:
         return text + (f" --processes {self.processes}" if self.processes > 1 else "")
 
 
+# One look per state, each from its partial index. The waiting states are spelled as the
+# index spells them: SQLite uses a partial index only for a WHERE that holds its predicate
+# as written, and since migration 0021 that is an OR chain; with `IN (...)` each look
+# scanned the table (beside 200,000 finished jobs, 40 scans a second from this process
+# alone, on a 2-core machine: a quarter of the drain it measured).
+PENDING = (
+    "SELECT EXISTS (SELECT 1 FROM rota_jobs WHERE state = 'available' AND queue = ?) "
+    "OR EXISTS (SELECT 1 FROM rota_jobs WHERE state = 'running' AND queue = ?) "
+    "OR EXISTS (SELECT 1 FROM rota_jobs "
+    "WHERE (state = 'scheduled' OR state = 'retryable') AND queue = ?)"
+)
+
+
 class Watch:
     """One plain connection to the benchmark database, for looking, never for work."""
 
@@ -103,13 +116,7 @@ class Watch:
         and the planner answered it with a scan from the start of the table, expecting a
         match soon: beside 10M finished jobs each look read the whole 4 GB heap (about
         2 s), one look after another for as long as the drain it measured ran."""
-        sql = (
-            "SELECT EXISTS (SELECT 1 FROM rota_jobs WHERE state = 'available' AND queue = ?) "
-            "OR EXISTS (SELECT 1 FROM rota_jobs WHERE state = 'running' AND queue = ?) "
-            "OR EXISTS (SELECT 1 FROM rota_jobs "
-            "WHERE state IN ('scheduled', 'retryable') AND queue = ?)"
-        )
-        return bool(self.one(sql, (queue, queue, queue))[0])
+        return bool(self.one(PENDING, (queue, queue, queue))[0])
 
     def first_waiting(self, queue: str = QUEUE) -> int:
         """The lowest id of the jobs waiting in `queue` (0: none), from the claim index."""

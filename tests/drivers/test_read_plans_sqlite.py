@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import rota
+from bench.cli import PENDING
 from rota.drivers.sqlite.database import SCRIPTS
 from rota.maintenance.counts import CountFolder
 from rota.web.records import SEARCH_SCAN
@@ -102,6 +103,15 @@ def test_every_dashboard_and_metrics_read_is_bounded_beside_100k_finished_jobs(
     steps = steps_of(filled, SCRIPTS[name], params)
     bound = MAX_STEPS_BOUNDED if read in BOUNDED else MAX_STEPS
     assert steps <= bound, f"{read} ({name}) took {steps:,} steps beside {FINISHED:,} jobs"
+
+
+def test_the_benchmarks_look_at_a_drain_is_bounded_beside_100k_finished_jobs(
+    filled: Path,
+) -> None:
+    """bench/cli.py looks every 25 ms whether the drain it times is done: a scan there
+    slows the drain it measures, beside a history only."""
+    steps = steps_of(filled, [PENDING], ("bench", "bench", "bench"))
+    assert steps <= MAX_STEPS // 10, f"the bench's look took {steps:,} steps"
 
 
 def test_the_bound_catches_a_scan(filled: Path) -> None:
