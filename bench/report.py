@@ -124,6 +124,8 @@ SIZE_MEASURES = {
     "enqueue_bulk": ("enqueue, bulk", "jobs/s"),
     "latency_p50": ("latency p50", "ms"),
     "latency_p99": ("latency p99", "ms"),
+    "latency_p50_empty": ("latency p50, empty table after the same runs", "ms"),
+    "latency_p99_empty": ("latency p99, empty table after the same runs", "ms"),
     **{f"read_{name}": (f"read: {label}", "ms") for name, label in READS.items()},
 }
 

@@ -705,8 +705,7 @@ class Bench:
             if variant == "finished":  # the dead-letter variant measures the drain only
                 values[f"{key}_enqueue_single"] = rota_runs.enqueue_single(db, self.args.single)
                 values[f"{key}_enqueue_bulk"] = rota_runs.enqueue_bulk(db, self.args.jobs)
-                got = cli.latency(db, samples, self.latency_command(dialect))
-                lat = report.latency_metrics(got["from_call"], got["from_commit"])
+                lat = self.size_latency(db, dialect, samples)
                 values[f"{key}_latency_p50"] = lat["latency_p50"]
                 values[f"{key}_latency_p99"] = lat["latency_p99"]
                 text += (
@@ -714,9 +713,21 @@ class Bench:
                     f"{values[f'{key}_enqueue_bulk']:,.0f} jobs/s, "
                     f"latency p50 {lat['latency_p50']:.2f} ms"
                 )
+                if n > 0:
+                    # The paired drains and steady runs leave their own rows (hundreds of
+                    # thousands on PostgreSQL) and dead versions behind in both tables: the
+                    # empty table after the same runs is what isolates the history's share.
+                    lat = self.size_latency(empty, dialect, samples)
+                    values[f"{key}_latency_p50_empty"] = lat["latency_p50"]
+                    values[f"{key}_latency_p99_empty"] = lat["latency_p99"]
+                    text += f" (empty table after the same runs {lat['latency_p50']:.2f} ms)"
         slowest = max(reads.READS, key=lambda r: values[f"{key}_read_{r}"])
         text += f", slowest read {slowest} {values[f'{key}_read_{slowest}']:.1f} ms"
         self.note(dialect, f"{n:,} {variant} (fill {took:.0f}s)", text)
+
+    def size_latency(self, db: Database, dialect: str, samples: int) -> dict[str, float]:
+        got = cli.latency(db, samples, self.latency_command(dialect))
+        return report.latency_metrics(got["from_call"], got["from_commit"])
 
     def paired_drains(
         self, values: dict[str, float], key: str, full: Database, empty: Database

@@ -59,6 +59,20 @@ def test_a_drain_with_paired_empty_drains_is_compared_with_those() -> None:
     assert "empty table in the same rounds" in lines
 
 
+def test_a_latency_with_a_paired_empty_table_is_compared_with_that() -> None:
+    """The latency beside a history comes after its paired drains and steady runs, which
+    leave rows of their own: the empty table after the same runs is its measure."""
+    values = run(
+        size_finished_0_latency_p50=2.0,
+        size_finished_200000_latency_p50=6.0,
+        size_finished_200000_latency_p50_empty=5.0,
+    )
+    assert values["size_finished_200000_latency_p50_ratio"] == pytest.approx(1.2)
+    assert "size_finished_200000_latency_p50_empty_ratio" not in values
+    lines = report.markdown({"medians": {"postgres": values}})
+    assert "latency p50, empty table after the same runs" in lines
+
+
 def test_sizes_are_compared_with_the_empty_table_of_the_same_run() -> None:
     values = run(
         size_finished_0_drain=5_000,
