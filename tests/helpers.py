@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, TypeVar
 
 import rota
 
@@ -47,6 +48,21 @@ async def claims_tried(worker: rota.Worker, queue: str, count: int = 3) -> None:
     fetcher = await async_wait_for(lambda: worker.fetchers.get(queue))
     target = fetcher.fetches + count
     await async_wait_for(lambda: fetcher.fetches >= target)
+
+
+@contextlib.contextmanager
+def tickets_app(url: str, **options: Any) -> Iterator[rota.App]:
+    """A migrated, open app with one no-op task, `tickets.issue(order)`: for tests of
+    storage, where the task only gives the jobs a name and a signature."""
+    app = rota.App(url, **options)
+
+    @app.task(name="tickets.issue")
+    def issue(order: int) -> None:
+        return None
+
+    app.migrate()
+    with app:
+        yield app
 
 
 def fast_settings(**overrides: object) -> rota.WorkerSettings:

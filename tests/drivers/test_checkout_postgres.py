@@ -14,18 +14,12 @@ import rota
 from rota.drivers.postgres.database import QUERIES, SCRIPTS, TUPLE_FETCHED
 from rota.worker.fetcher import claim_now
 from tests.conftest import PG_URL
+from tests.helpers import tickets_app
 
 
 @pytest.fixture
 def app(pg_url: str) -> Iterator[rota.App]:
-    app = rota.App(pg_url)
-
-    @app.task(name="tickets.issue")
-    def issue(order: int) -> None:
-        return None
-
-    app.migrate()
-    with app:
+    with tickets_app(pg_url) as app:
         yield app
 
 

@@ -4,6 +4,7 @@ psycopg whatever it cannot send or read as psycopg would."""
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -18,6 +19,16 @@ import rota
 from rota.drivers.postgres import database as pg_database
 from rota.drivers.postgres.lane import Lane, _Statement
 from rota.errors import RotaError
+from tests.helpers import tickets_app
+
+
+class Level(enum.IntEnum):
+    HIGH = 5
+
+
+class Queue(enum.StrEnum):
+    MAIL = "mail"
+
 
 TIME_ZONE = "America/Sao_Paulo"  # never UTC (daylight saving time until 2019)
 
@@ -29,14 +40,7 @@ def _with_time_zone(url: str) -> str:
 
 @pytest.fixture
 def app(pg_url: str) -> Iterator[rota.App]:
-    app = rota.App(_with_time_zone(pg_url), pool_size=1)
-
-    @app.task(name="tickets.issue")
-    def issue(order: int) -> None:
-        return None
-
-    app.migrate()
-    with app:
+    with tickets_app(_with_time_zone(pg_url), pool_size=1) as app:
         yield app
 
 
@@ -150,6 +154,9 @@ def test_what_the_lane_cannot_send_is_left_to_psycopg(conn: psycopg.Connection[A
     assert lane.run(conn, "job_insert_plain", plain_params(j_queue="a\x00b")) is None
     naive = datetime(2030, 1, 1)  # the case under test
     assert lane.run(conn, "job_insert_plain", plain_params(j_at=naive)) is None
+    # A subclass may be sent otherwise by psycopg (an enum by its name).
+    assert lane.run(conn, "job_insert_plain", plain_params(j_priority=Level.HIGH)) is None
+    assert lane.run(conn, "job_insert_plain", plain_params(j_queue=Queue.MAIL)) is None
     assert conn.execute(count).fetchone() == before
 
 

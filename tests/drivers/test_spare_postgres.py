@@ -16,19 +16,12 @@ import rota
 from rota.drivers.postgres import spare
 from rota.drivers.postgres.database import PostgresDatabase
 from tests.conftest import PG_URL
-from tests.helpers import wait_for
+from tests.helpers import tickets_app, wait_for
 
 
 @pytest.fixture
 def app(pg_url: str) -> Iterator[rota.App]:
-    app = rota.App(pg_url, pool_size=1)
-
-    @app.task(name="tickets.issue")
-    def issue(order: int) -> None:
-        return None
-
-    app.migrate()
-    with app:
+    with tickets_app(pg_url, pool_size=1) as app:
         yield app
 
 

@@ -2,9 +2,9 @@
 mostly the client's: a single enqueue without the caller's connection.
 
 psycopg's cursor sends a statement without blocking and waits for the answer in its own
-loop (a cursor, a query object, a generator and a readiness poll per call): about 60 µs of
-client CPU on this machine, against a server round trip of 300-400 µs. libpq's blocking
-`PQexecPrepared` (GIL released) does the same exchange for a few µs. The lane runs only
+loop (a cursor, a query object, a generator and a readiness poll per call); libpq's
+blocking `PQexecPrepared` (GIL released) does the same exchange with about 60 µs less
+client CPU on this machine, a tenth of the call. The lane runs only
 what it can run exactly as psycopg would: text parameters of plain Python types, binary
 results of the column types listed in `_LOADERS`, the same conninfo, the same deadlines
 (the call watch shuts the socket down; statement_timeout and tcp_user_timeout are the
@@ -52,8 +52,9 @@ def _void(value: bytes, tz: tzinfo) -> None:
     return None
 
 
+Loader = Callable[[bytes, tzinfo], Any]
 # Binary result loaders by type OID: int8, int4, int2, text, varchar, timestamptz, void.
-_LOADERS: dict[int, Callable[[bytes, tzinfo], Any]] = {
+_LOADERS: dict[int, Loader] = {
     20: _int,
     23: _int,
     21: _int,
@@ -66,23 +67,22 @@ _LOADERS: dict[int, Callable[[bytes, tzinfo], Any]] = {
 
 def _param(value: Any) -> bytes | None:
     """`value` in PostgreSQL's text input format; TypeError for what the lane leaves to
-    psycopg (a NUL byte, which libpq's text parameters would cut short, among them)."""
+    psycopg: a subclass (an enum, which psycopg sends by name), or a NUL byte, which
+    libpq's text parameters would cut short."""
+    kind = type(value)
     if value is None:
         return None
-    if isinstance(value, str):
+    if kind is str:
         if "\x00" in value:
             raise TypeError("NUL in a text parameter")
-        return value.encode()
-    if isinstance(value, bool):
+        return value.encode()  # type: ignore[no-any-return]
+    if kind is bool:
         return b"t" if value else b"f"
-    if isinstance(value, int | float):  # repr: exact for floats, 'inf' and 'nan' too
+    if kind is int or kind is float:  # repr: exact for floats, 'inf' and 'nan' too
         return repr(value).encode()
-    if isinstance(value, datetime) and value.tzinfo is not None:
-        return value.isoformat().encode()
-    raise TypeError(f"the lane sends no {type(value).__name__}")
-
-
-Loader = Callable[[bytes, tzinfo], Any]
+    if kind is datetime and value.tzinfo is not None:
+        return value.isoformat().encode()  # type: ignore[no-any-return]
+    raise TypeError(f"the lane sends no {kind.__name__}")
 
 
 @dataclass
