@@ -19,7 +19,7 @@ import rota
 from rota.drivers.postgres import database as pg_database
 from rota.drivers.postgres.lane import Lane, _Statement
 from rota.errors import RotaError
-from tests.helpers import tickets_app
+from tests.helpers import tickets_app, wait_for
 
 
 class Level(enum.IntEnum):
@@ -176,6 +176,14 @@ def test_a_statement_the_server_forgot_is_prepared_again(conn: psycopg.Connectio
     assert rows is not None and rows[0]["state"] == "available"
 
 
+def test_a_statement_prepared_by_another_lane_is_used(conn: psycopg.Connection[Any]) -> None:
+    first = Lane(pg_database.QUERIES, frozenset({"job_insert_plain"}))
+    second = Lane(pg_database.QUERIES, frozenset({"job_insert_plain"}))
+    assert first.run(conn, "job_insert_plain", plain_params()) is not None
+    rows = second.run(conn, "job_insert_plain", plain_params())
+    assert rows is not None and rows[0]["state"] == "available"
+
+
 def test_the_lane_raises_what_psycopg_raises(conn: psycopg.Connection[Any]) -> None:
     lane = Lane(pg_database.QUERIES, frozenset({"job_insert_plain"}))
     with pytest.raises(psycopg.errors.NumericValueOutOfRange):
@@ -193,11 +201,18 @@ def test_a_connection_the_server_ended_raises_operational_error(
 ) -> None:
     lane = Lane(pg_database.QUERIES, frozenset({"job_insert_plain"}))
     assert lane.run(conn, "job_insert_plain", plain_params()) is not None
-    with psycopg.connect(pg_database_url(conn), autocommit=True) as other:
-        other.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
+    terminate(pg_database_url(conn), conn.info.backend_pid)
     with pytest.raises(psycopg.OperationalError):
         lane.run(conn, "job_insert_plain", plain_params())
     assert conn.broken
+
+
+def terminate(url: str, pid: int) -> None:
+    """End backend `pid` and wait until it is gone (pg_terminate_backend only signals)."""
+    with psycopg.connect(url, autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        gone = "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = %s)"
+        wait_for(lambda: other.execute(gone, (pid,)).fetchone() == (True,))
 
 
 def pg_database_url(conn: psycopg.Connection[Any]) -> str:
@@ -210,8 +225,7 @@ def test_an_enqueue_after_its_connection_was_ended_gets_a_new_one(app: rota.App)
     issue.enqueue(order=1)
     with app.transaction() as mine:  # the spare: the connection the next enqueue takes
         pid = mine.info.backend_pid
-    with psycopg.connect(pg_database_url(mine), autocommit=True) as other:
-        other.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    terminate(pg_database_url(mine), pid)
     job = issue.enqueue(order=2)
     assert app.get_job(job.id) is not None
     assert len(app.list_jobs()) == 2

@@ -29,6 +29,7 @@ from rota.drivers.database import Params, Row
 # Where a statement's named parameters stand: `%(name)s`, as psycopg reads them.
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
 _INVALID_STATEMENT_NAME = b"26000"  # the prepared statement is gone (DISCARD ALL)
+_DUPLICATE_STATEMENT = b"42P05"  # prepared already (by another Lane of this process)
 _PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 BINARY = pq.Format.BINARY
 SQLSTATE = pq.DiagnosticField.SQLSTATE
@@ -162,7 +163,9 @@ class Lane:
         """Prepare `statement` on `conn` and return the session's time zone; None (and
         never again) if a result column has a type the lane does not load."""
         pgconn = conn.pgconn
-        _check(conn, pgconn.prepare(statement.key, statement.sql), pq.ExecStatus.COMMAND_OK)
+        prepared = pgconn.prepare(statement.key, statement.sql)
+        if prepared.error_field(SQLSTATE) != _DUPLICATE_STATEMENT:  # else: prepared before
+            _check(conn, prepared, pq.ExecStatus.COMMAND_OK)
         described = pgconn.describe_prepared(statement.key)
         _check(conn, described, pq.ExecStatus.COMMAND_OK)
         fields = range(described.nfields)
