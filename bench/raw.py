@@ -8,7 +8,6 @@ show what the driver alone gives."""
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import time
 import uuid
@@ -19,6 +18,7 @@ from psycopg.rows import dict_row
 
 from bench.db import Database, pg_connect, sqlite_connect
 from bench.tasks import QUEUE
+from rota.drivers.postgres.lane import positional
 
 BATCH = 100
 LEASE_SECONDS = 30.0
@@ -263,22 +263,7 @@ def enqueue_single(db: Database, task: str, jobs: int) -> float:
 
 
 # --- the same loops on asyncpg (run by bench/peers/pgqueuer_peer.py) ----------------------
-
-_NAMED = re.compile(r"%\((\w+)\)[sb]")
-
-
-def positional(sql: str) -> tuple[str, list[str]]:
-    """`sql` with psycopg's named placeholders (text or binary) as asyncpg's `$n` (a name
-    used twice keeps its number), and the names in number order."""
-    names: list[str] = []
-
-    def number(found: re.Match[str]) -> str:
-        name = found.group(1)
-        if name not in names:
-            names.append(name)
-        return f"${names.index(name) + 1}"
-
-    return _NAMED.sub(number, sql), names
+# Their SQL numbered as asyncpg wants it by `positional`, rota's own (drivers/postgres/lane).
 
 
 def asyncpg_insert(task: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import psycopg
 import pytest
 
 import rota
+from tests.helpers import wait_for
 
 PG_URL = os.environ.get("ROTA_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REQUIRE_PG = bool(os.environ.get("ROTA_REQUIRE_POSTGRES"))
@@ -43,6 +44,19 @@ def require_postgres() -> None:
     if REQUIRE_PG:
         pytest.fail(message + " (ROTA_REQUIRE_POSTGRES is set: CI must not skip)")
     pytest.skip(message + " (set ROTA_TEST_POSTGRES_URL to test PostgreSQL)")
+
+
+def end_backend(pid: int) -> None:
+    """End PostgreSQL backend `pid` and wait until it is gone: pg_terminate_backend only
+    signals it, and its client sees the end once it has exited."""
+    with psycopg.connect(PG_URL, autocommit=True) as admin:
+        assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
+
+        def gone() -> bool:
+            found = admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,))
+            return found.fetchone() is None
+
+        wait_for(gone, timeout=10)
 
 
 def pg_schema_url(schema: str) -> str:

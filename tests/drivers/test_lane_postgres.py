@@ -19,7 +19,8 @@ import rota
 from rota.drivers.postgres import database as pg_database
 from rota.drivers.postgres.lane import Lane, _Statement
 from rota.errors import RotaError
-from tests.helpers import tickets_app, wait_for
+from tests.conftest import end_backend
+from tests.helpers import tickets_app
 
 
 class Level(enum.IntEnum):
@@ -201,34 +202,10 @@ def test_a_connection_the_server_ended_raises_operational_error(
 ) -> None:
     lane = Lane(pg_database.QUERIES, frozenset({"job_insert_plain"}))
     assert lane.run(conn, "job_insert_plain", plain_params()) is not None
-    terminate(pg_database_url(conn), conn.info.backend_pid)
+    end_backend(conn.info.backend_pid)
     with pytest.raises(psycopg.OperationalError):
         lane.run(conn, "job_insert_plain", plain_params())
     assert conn.broken
-
-
-def terminate(url: str, pid: int) -> None:
-    """End backend `pid` and wait until it is gone (pg_terminate_backend only signals)."""
-    with psycopg.connect(url, autocommit=True) as other:
-        other.execute("SELECT pg_terminate_backend(%s)", (pid,))
-        gone = "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = %s)"
-        wait_for(lambda: other.execute(gone, (pid,)).fetchone() == (True,))
-
-
-def pg_database_url(conn: psycopg.Connection[Any]) -> str:
-    info = conn.info
-    return f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}"
-
-
-def test_an_enqueue_after_its_connection_was_ended_gets_a_new_one(app: rota.App) -> None:
-    issue = app.get_task("tickets.issue")
-    issue.enqueue(order=1)
-    with app.transaction() as mine:  # the spare: the connection the next enqueue takes
-        pid = mine.info.backend_pid
-    terminate(pg_database_url(mine), pid)
-    job = issue.enqueue(order=2)
-    assert app.get_job(job.id) is not None
-    assert len(app.list_jobs()) == 2
 
 
 def test_bad_input_still_gets_rotas_error(app: rota.App) -> None:

@@ -9,14 +9,13 @@ import threading
 import time
 from collections.abc import Iterator
 
-import psycopg
 import pytest
 
 import rota
 from rota.drivers.postgres import spare
 from rota.drivers.postgres.database import PostgresDatabase
-from tests.conftest import PG_URL
-from tests.helpers import tickets_app, wait_for
+from tests.conftest import end_backend
+from tests.helpers import tickets_app
 
 
 @pytest.fixture
@@ -81,15 +80,7 @@ def test_a_spare_whose_session_the_server_ended_is_replaced(app: rota.App) -> No
     issue.enqueue(order=0)
     with app.transaction() as conn:
         pid = conn.info.backend_pid
-    with psycopg.connect(PG_URL, autocommit=True) as admin:
-        assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
-        wait_for(
-            lambda: (
-                admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
-                is None
-            ),
-            timeout=10,
-        )
+    end_backend(pid)
     issue.enqueue(order=1)  # the spare is probed, found ended, and replaced: no error
     with app.transaction() as conn:
         assert conn.info.backend_pid != pid

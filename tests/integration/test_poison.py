@@ -112,10 +112,7 @@ def test_after_the_server_drops_a_connection_the_next_enqueue_succeeds(pg_url: s
     the app's pooled session is ended the same way, with pg_terminate_backend. The next
     enqueue gets a fresh connection instead of failing on the dead one (#17, case 10).
     (SQLite has no server and no pool of sessions to go stale.)"""
-    import psycopg
-
-    from tests.conftest import PG_URL
-    from tests.helpers import wait_for
+    from tests.conftest import end_backend
 
     app = rota.App(pg_url)
     app.migrate()
@@ -127,14 +124,7 @@ def test_after_the_server_drops_a_connection_the_next_enqueue_succeeds(pg_url: s
         note.enqueue(n=0)
         with app.transaction() as conn:
             pid = conn.info.backend_pid
-        with psycopg.connect(PG_URL, autocommit=True) as admin:
-            assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
-
-            def gone() -> bool:
-                found = admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,))
-                return found.fetchone() is None
-
-            wait_for(gone, timeout=10)
+        end_backend(pid)
         jobs = [note.enqueue(n=n) for n in range(1, 4)]  # none of them fails
         assert [j.args["n"] for j in jobs] == [1, 2, 3]
         assert len(app.list_jobs()) == 4

@@ -26,8 +26,9 @@ from psycopg.errors import error_from_result
 
 from rota.drivers.database import Params, Row
 
-# Where a statement's named parameters stand: `%(name)s`, as psycopg reads them.
-_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
+# psycopg's named placeholders, text (`%(name)s`) or binary (`%(name)b`), and its `%%`.
+_PLACEHOLDER = re.compile(r"%\((\w+)\)[sb]|%%")
+_BINARY_PLACEHOLDER = re.compile(r"%\(\w+\)b")
 _INVALID_STATEMENT_NAME = b"26000"  # the prepared statement is gone (DISCARD ALL)
 _DUPLICATE_STATEMENT = b"42P05"  # prepared already (by another Lane of this process)
 _PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
@@ -66,6 +67,22 @@ _LOADERS: dict[int, Loader] = {
 }
 
 
+def positional(sql: str) -> tuple[str, list[str]]:
+    """`sql` with psycopg's named placeholders as libpq's `$n` (a name used twice keeps its
+    number; `%%` becomes `%`), and the names in number order."""
+    names: list[str] = []
+
+    def number(found: re.Match[str]) -> str:
+        name = found.group(1)
+        if name is None:
+            return "%"
+        if name not in names:
+            names.append(name)
+        return f"${names.index(name) + 1}"
+
+    return _PLACEHOLDER.sub(number, sql), names
+
+
 def _param(value: Any) -> bytes | None:
     """`value` in PostgreSQL's text input format; TypeError for what the lane leaves to
     psycopg: a subclass (an enum, which psycopg sends by name), or a NUL byte, which
@@ -101,18 +118,9 @@ class _Statement:
 
     @classmethod
     def of(cls, name: str, text: str) -> _Statement:
-        names: list[str] = []
-
-        def number(match: re.Match[str]) -> str:
-            if match.group(1) is None:
-                return "%"
-            if match.group(1) not in names:
-                names.append(match.group(1))
-            return f"${names.index(match.group(1)) + 1}"
-
-        sql = _PLACEHOLDER.sub(number, text)
-        if "%(" in sql:
+        if _BINARY_PLACEHOLDER.search(text):
             raise ValueError(f"{name}: only %(name)s placeholders can go by the lane")
+        sql, names = positional(text)
         return cls(f"rota_{name}".encode(), sql.encode(), tuple(names))
 
     def rows(self, result: pq.abc.PGresult, tz: tzinfo) -> list[Row]:
